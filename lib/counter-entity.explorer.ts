@@ -1,0 +1,91 @@
+import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
+import type { DataSource, EntityMetadata } from 'typeorm';
+import type { ColumnMetadata } from 'typeorm/metadata/ColumnMetadata.js';
+import { COUNTER_DATA_SOURCE, MAX_SAFE_COUNT } from './counter.constants.js';
+import { MESSAGES } from './counter.messages.js';
+import { CounterRegistry, type CounterField } from './counter.registry.js';
+import { getCountedProperties } from './decorators/counted.decorator.js';
+import { InvalidCounterDefinitionError } from './exceptions/invalid-counter-definition.error.js';
+import { CounterConfigurationError } from './exceptions/counter-configuration.error.js';
+import { CounterLedgerEntry } from './sql/counter-ledger.entity.js';
+
+const INTEGER_TYPES = new Set([
+  'int',
+  'integer',
+  'int2',
+  'int4',
+  'int8',
+  'smallint',
+  'mediumint',
+  'tinyint',
+  'bigint',
+  'unsigned big int',
+]);
+const COUNTER_NAME = /^[A-Za-z0-9_-]+$/;
+
+/**
+ * Walks the data source's entity metadata at bootstrap and registers every entity with `@Counted()`
+ * properties, refusing declarations that could not work with a message that names the fix.
+ */
+@Injectable()
+export class CounterEntityExplorer implements OnModuleInit {
+  constructor(
+    @Inject(COUNTER_DATA_SOURCE) private readonly dataSource: DataSource,
+    private readonly registry: CounterRegistry,
+  ) {}
+
+  onModuleInit(): void {
+    if (!this.dataSource.hasMetadata(CounterLedgerEntry)) {
+      throw new CounterConfigurationError(MESSAGES.ledgerMissing());
+    }
+    for (const metadata of this.dataSource.entityMetadatas) {
+      if (typeof metadata.target !== 'function') continue;
+      const properties = getCountedProperties(metadata.target);
+      if (properties.length > 0) this.register(metadata, metadata.target);
+    }
+  }
+
+  private register(metadata: EntityMetadata, target: Function): void {
+    const name = target.name;
+    if (metadata.primaryColumns.length !== 1) {
+      throw new InvalidCounterDefinitionError(MESSAGES.badPrimaryKey(name, metadata.primaryColumns.length));
+    }
+    const counters: CounterField[] = [];
+    for (const { propertyName, counterName, options } of getCountedProperties(target)) {
+      const column = metadata.findColumnWithPropertyName(propertyName);
+      if (!column) throw new InvalidCounterDefinitionError(MESSAGES.notAColumn(name, propertyName));
+      const type = this.typeOf(column);
+      if (!INTEGER_TYPES.has(type)) {
+        throw new InvalidCounterDefinitionError(MESSAGES.notNumericColumn(name, propertyName, type));
+      }
+      if (!COUNTER_NAME.test(counterName)) {
+        throw new InvalidCounterDefinitionError(MESSAGES.badCounterName(name, counterName));
+      }
+      if (counters.some((counter) => counter.name === counterName)) {
+        throw new InvalidCounterDefinitionError(MESSAGES.duplicateCounter(name, counterName));
+      }
+      const min = options.min ?? -MAX_SAFE_COUNT;
+      const max = options.max ?? MAX_SAFE_COUNT;
+      if (!Number.isSafeInteger(min) || !Number.isSafeInteger(max) || min > max) {
+        throw new InvalidCounterDefinitionError(MESSAGES.badBounds(name, counterName));
+      }
+      counters.push({ name: counterName, propertyName, column, min, max });
+    }
+    const primary = metadata.primaryColumns[0];
+    const primaryType = this.typeOf(primary);
+    this.registry.register({
+      target,
+      name,
+      key: metadata.tablePath,
+      metadata,
+      primary,
+      numericId: INTEGER_TYPES.has(primaryType),
+      uuidId: primaryType === 'uuid' || primary.generationStrategy === 'uuid',
+      counters,
+    });
+  }
+
+  private typeOf(column: ColumnMetadata): string {
+    return String(this.dataSource.driver.normalizeType(column)).toLowerCase();
+  }
+}

@@ -1,0 +1,80 @@
+import {
+  Inject,
+  Injectable,
+  Logger,
+  Optional,
+  type BeforeApplicationShutdown,
+  type OnApplicationBootstrap,
+} from '@nestjs/common';
+import { SchedulerRegistry } from '@nestjs/schedule';
+import { randomUUID } from 'node:crypto';
+import { COUNTER_FLUSH_JOB_PREFIX, COUNTER_OPTIONS } from './counter.constants.js';
+import { CounterFlusher } from './counter.flusher.js';
+import { MESSAGES } from './counter.messages.js';
+import { CounterConfigurationError } from './exceptions/counter-configuration.error.js';
+import type { ResolvedCounterOptions } from './interfaces/counter-module-options.interface.js';
+
+/**
+ * Runs the flush every `flushIntervalMs` through `SchedulerRegistry`. A failed flush never stops the
+ * timer: it is logged and retried after an exponential backoff with jitter. On shutdown the timer stops
+ * and one last flush runs before the connections close.
+ */
+@Injectable()
+export class CounterFlushScheduler implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  private readonly logger = new Logger('CounterFlush');
+  /** Unique per module instance, so several apps (or modules) in one process never collide. */
+  readonly jobName = `${COUNTER_FLUSH_JOB_PREFIX}:${randomUUID()}`;
+  private running?: Promise<void>;
+  private failures = 0;
+  private nextAttemptAt = 0;
+
+  constructor(
+    private readonly flusher: CounterFlusher,
+    @Inject(COUNTER_OPTIONS) private readonly options: ResolvedCounterOptions,
+    @Optional() private readonly schedulerRegistry?: SchedulerRegistry,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    if (!this.options.flushEnabled) return;
+    if (!this.schedulerRegistry) throw new CounterConfigurationError(MESSAGES.schedulerMissing());
+    const timer = setInterval(() => this.tick(), this.options.flushIntervalMs);
+    this.schedulerRegistry.addInterval(this.jobName, timer);
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    if (this.schedulerRegistry?.doesExist('interval', this.jobName)) {
+      this.schedulerRegistry.deleteInterval(this.jobName);
+    }
+    await this.running;
+    if (!this.options.flushOnShutdown) return;
+    try {
+      const report = await this.flusher.flush();
+      if (report.error) this.logger.error(`${MESSAGES.finalFlushFailed()} ${report.error.message}`);
+    } catch (error) {
+      this.logger.error(`${MESSAGES.finalFlushFailed()} ${(error as Error).message}`);
+    }
+  }
+
+  /** One scheduled run; skipped while the previous one runs or a backoff is in force. */
+  tick(): void {
+    if (this.running || Date.now() < this.nextAttemptAt) return;
+    this.running = this.flusher
+      .flush()
+      .then((report) => (report.error ? this.failed(report.error) : this.succeeded()))
+      .catch((error: Error) => this.failed(error))
+      .finally(() => (this.running = undefined));
+  }
+
+  private succeeded(): void {
+    this.failures = 0;
+    this.nextAttemptAt = 0;
+  }
+
+  private failed(error: Error): void {
+    this.failures++;
+    const ceiling = Math.min(this.options.flushMaxBackoffMs, this.options.flushIntervalMs * 2 ** this.failures);
+    const delay = Math.round(ceiling / 2 + (Math.random() * ceiling) / 2);
+    this.nextAttemptAt = Date.now() + delay;
+    this.logger.error(`${MESSAGES.flushFailed(this.failures, delay)} ${error.message}`, error.stack);
+  }
+}

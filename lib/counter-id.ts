@@ -1,0 +1,35 @@
+import { MESSAGES } from './counter.messages.js';
+import type { CountedEntity } from './counter.registry.js';
+import { InvalidCounterIdError } from './exceptions/invalid-counter-id.error.js';
+
+/** A row id as the module handles it: one canonical string for keys, one value for SQL. */
+export interface RowId {
+  /** Canonical text: 17 and '17' are the same row. */
+  text: string;
+  /** The value bound in SQL: a number for integer keys that fit, the text otherwise. */
+  sql: string | number;
+}
+
+const INTEGER_TEXT = /^-?(0|[1-9]\d*)$/;
+
+/** Validates an id against the entity's primary key type. Throws InvalidCounterIdError. */
+export function toRowId(entity: CountedEntity, id: unknown): RowId {
+  if (entity.numericId) {
+    const text =
+      typeof id === 'number' && Number.isSafeInteger(id)
+        ? String(id)
+        : typeof id === 'bigint'
+          ? id.toString()
+          : typeof id === 'string' && INTEGER_TEXT.test(id)
+            ? id
+            : undefined;
+    if (text === undefined) throw new InvalidCounterIdError(MESSAGES.invalidId(entity.name, id, 'integers'));
+    const asNumber = Number(text);
+    return { text, sql: Number.isSafeInteger(asNumber) ? asNumber : text };
+  }
+  if ((typeof id !== 'string' && typeof id !== 'number') || id === '' || (typeof id === 'number' && !Number.isFinite(id))) {
+    throw new InvalidCounterIdError(MESSAGES.invalidId(entity.name, id, 'non-empty strings'));
+  }
+  const text = entity.uuidId ? String(id).toLowerCase() : String(id);
+  return { text, sql: text };
+}

@@ -1,0 +1,38 @@
+/** Metadata key under which `@Counted()` stores an entity's counted properties. */
+export const COUNTED_METADATA = 'counter:counted';
+
+/** Internal token of the options after defaults were merged. */
+export const COUNTER_OPTIONS = 'counter:options';
+
+/** Prefix of the job names the module registers in `SchedulerRegistry`. */
+export const COUNTER_FLUSH_JOB_PREFIX = 'counter:flush';
+
+/** Largest magnitude a counter can hold and still be exact as a JavaScript number. */
+export const MAX_SAFE_COUNT = Number.MAX_SAFE_INTEGER;
+
+export const COUNTER_DEFAULTS = {
+  redis: 'redis://127.0.0.1:6379',
+  keyPrefix: 'ctr',
+  shards: 64,
+  flushEnabled: true,
+  flushOnShutdown: true,
+  flushIntervalMs: 1_000,
+  flushBatchSize: 500,
+  flushLeaseMs: 30_000,
+  flushMaxBackoffMs: 60_000,
+  cleanRowTtlSeconds: 3_600,
+  ledgerRetentionMs: 7 * 24 * 3_600_000,
+  redisCommandTimeoutMs: 1_000,
+} as const;
+
+/** Attempts at seeding a row before giving up: each retry means a flush acknowledged in between. */
+export const SEED_ATTEMPTS = 20;
+
+/** Attempts at a batch transaction that failed with a deadlock or serialization error. */
+export const TRANSACTION_ATTEMPTS = 3;
+
+/** Internal token of the TypeORM data source whose entities are counted. */
+export const COUNTER_DATA_SOURCE = 'counter:data-source';
+
+/** Internal token of the Redis client handle. */
+export const COUNTER_REDIS = 'counter:redis';

@@ -1,0 +1,178 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import { COUNTER_OPTIONS } from './counter.constants.js';
+import { MESSAGES } from './counter.messages.js';
+import { CounterRegistry, type CountedEntity } from './counter.registry.js';
+import { CounterStoreUnavailableError } from './exceptions/counter-store-unavailable.error.js';
+import type { ResolvedCounterOptions } from './interfaces/counter-module-options.interface.js';
+import type { FlushReport } from './interfaces/flush-report.interface.js';
+import { CounterKeys, type ShardKeys } from './redis/keys.js';
+import { CounterStore, type BatchEntry } from './redis/counter.store.js';
+import { CounterDatabase, type DeltaBatch } from './sql/counter.database.js';
+
+interface ShardWork {
+  entity: CountedEntity;
+  shard: number;
+  keys: ShardKeys;
+}
+
+/**
+ * Writes Redis deltas into the database, shard by shard: lease and claim in one script, one transaction
+ * with the ledger insert and one UPDATE, then the ack. A batch left behind by a crashed flusher is
+ * finished by the next one: acknowledged if the ledger has it, applied otherwise.
+ */
+@Injectable()
+export class CounterFlusher {
+  private readonly logger = new Logger('CounterFlusher');
+  private lastPrunedAt = 0;
+
+  constructor(
+    private readonly registry: CounterRegistry,
+    private readonly store: CounterStore,
+    private readonly keys: CounterKeys,
+    private readonly database: CounterDatabase,
+    @Inject(COUNTER_OPTIONS) private readonly options: ResolvedCounterOptions,
+  ) {}
+
+  async flush(): Promise<FlushReport> {
+    const started = performance.now();
+    const report: FlushReport = {
+      batches: 0,
+      rows: 0,
+      recoveredBatches: 0,
+      droppedRows: 0,
+      busyShards: 0,
+      failedShards: 0,
+      durationMs: 0,
+    };
+    // Each flush has its own token and its own random shard order, so instances spread over shards.
+    const token = randomUUID();
+    const queue = shuffle(this.allShards());
+    const worker = async () => {
+      for (let work = queue.pop(); work && !(report.error instanceof CounterStoreUnavailableError); work = queue.pop()) {
+        await this.flushShard(work, token, report).catch(async (error: Error) => {
+          report.failedShards++;
+          report.error ??= error;
+          await this.store.release(work.keys, token).catch(() => undefined);
+        });
+      }
+    };
+    await Promise.all(Array.from({ length: this.database.parallelTransactions }, worker));
+    if (!report.error) await this.pruneLedger();
+    report.durationMs = performance.now() - started;
+    return report;
+  }
+
+  private async flushShard(work: ShardWork, token: string, report: FlushReport): Promise<void> {
+    for (let holding = false; ; holding = true) {
+      const claim = await this.store.claim(work.keys, {
+        token,
+        leaseMs: this.options.flushLeaseMs,
+        batchId: randomUUID(),
+        limit: this.options.flushBatchSize,
+        ttlSeconds: this.options.cleanRowTtlSeconds,
+      });
+      if (claim.kind === 'busy') {
+        report.busyShards++;
+        return;
+      }
+      if (claim.kind === 'empty') {
+        if (holding) await this.store.release(work.keys, token);
+        return;
+      }
+      if (claim.entries.length > 0) {
+        const missing = await this.apply(work, claim.batchId, claim.recovered, claim.entries, report);
+        await this.store.ack(
+          work.keys,
+          claim.batchId,
+          token,
+          !claim.more,
+          missing,
+          this.options.cleanRowTtlSeconds,
+        );
+      } else if (!claim.more) {
+        await this.store.release(work.keys, token);
+      }
+      if (!claim.more) return;
+    }
+  }
+
+  /** Writes one batch unless the ledger shows it was written; returns the encoded ids of deleted rows. */
+  private async apply(
+    work: ShardWork,
+    batchId: string,
+    recovered: boolean,
+    entries: BatchEntry[],
+    report: FlushReport,
+  ): Promise<string[]> {
+    if (recovered) report.recoveredBatches++;
+    if (recovered && (await this.database.isBatchApplied(batchId))) return [];
+    const { batch, encodedIdOf } = this.toDeltaBatch(work, batchId, entries);
+    const outcome = await this.database.applyBatch(work.entity, batch);
+    if (!outcome.applied) return [];
+    report.batches++;
+    report.rows += batch.rows.length - outcome.missingIds.length;
+    if (outcome.missingIds.length === 0) return [];
+    report.droppedRows += outcome.missingIds.length;
+    this.logger.warn(MESSAGES.rowsDropped(work.entity.key, outcome.missingIds.map(String)));
+    return outcome.missingIds.map((id) => encodedIdOf.get(String(id))!);
+  }
+
+  private toDeltaBatch(work: ShardWork, batchId: string, entries: BatchEntry[]) {
+    const { entity } = work;
+    const counters = entity.counters.filter((counter) => entries.some((entry) => entry.counter === counter.name));
+    const column = new Map(counters.map((counter, index) => [counter.name, index]));
+    const rows = new Map<string, { id: string | number; deltas: number[] }>();
+    const encodedIdOf = new Map<string, string>();
+    for (const entry of entries) {
+      const index = column.get(entry.counter);
+      // A counter removed from the entity since its deltas were counted: nothing left to write them to.
+      if (index === undefined) continue;
+      let row = rows.get(entry.encodedId);
+      if (!row) {
+        const text = this.keys.decodeId(entry.encodedId);
+        const asNumber = Number(text);
+        const id = entity.numericId && Number.isSafeInteger(asNumber) ? asNumber : text;
+        row = { id, deltas: counters.map(() => 0) };
+        rows.set(entry.encodedId, row);
+        encodedIdOf.set(String(id), entry.encodedId);
+      }
+      row.deltas[index] += entry.delta;
+    }
+    const sorted = [...rows.values()].sort((a, b) => compareIds(a.id, b.id));
+    const batch: DeltaBatch = { batchId, shard: work.shard, counters, rows: sorted };
+    return { batch, encodedIdOf };
+  }
+
+  private allShards(): ShardWork[] {
+    return this.registry.all().flatMap((entity) =>
+      Array.from({ length: this.keys.shards }, (_, shard) => ({
+        entity,
+        shard,
+        keys: this.keys.shard(entity.key, shard),
+      })),
+    );
+  }
+
+  private async pruneLedger(): Promise<void> {
+    const every = Math.min(this.options.ledgerRetentionMs / 10, 3_600_000);
+    if (Date.now() - this.lastPrunedAt < every) return;
+    this.lastPrunedAt = Date.now();
+    await this.database.pruneLedger(this.options.ledgerRetentionMs).catch((error: Error) =>
+      this.logger.warn(`Pruning the counter ledger failed: ${error.message}`),
+    );
+  }
+}
+
+function compareIds(a: string | number, b: string | number): number {
+  if (typeof a === 'number' && typeof b === 'number') return a - b;
+  return String(a) < String(b) ? -1 : String(a) > String(b) ? 1 : 0;
+}
+
+function shuffle<T>(items: T[]): T[] {
+  for (let i = items.length - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [items[i], items[j]] = [items[j], items[i]];
+  }
+  return items;
+}

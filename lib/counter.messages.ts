@@ -1,0 +1,52 @@
+const entityLabel = (target: unknown): string =>
+  typeof target === 'function' && target.name ? target.name : String(target);
+
+export const MESSAGES = {
+  unknownEntity: (target: unknown) =>
+    `${entityLabel(target)} has no counters: decorate a numeric column with @Counted() and list the entity in the TypeORM data source the CounterModule uses.`,
+  unknownCounter: (entity: string, counter: string, known: string[]) =>
+    `${entity} has no counter named "${counter}". Its counters are: ${known.join(', ')}.`,
+  invalidDelta: (delta: unknown) =>
+    `A counter can only change by a safe integer (between -(2^53-1) and 2^53-1); got ${String(delta)}.`,
+  invalidId: (entity: string, id: unknown, expected: string) =>
+    `${entity} ids must be ${expected}; got ${typeof id === 'string' ? `"${id}"` : String(id)}.`,
+  outOfRange: (entity: string, counter: string, current: number, delta: number, min: number, max: number) =>
+    `${entity}.${counter} is ${current}; changing it by ${delta} would leave its allowed range [${min}, ${max}], so nothing was changed.`,
+  rowNotFound: (entity: string, id: string) =>
+    `${entity} with id ${id} does not exist in the database, so its counters cannot be read or changed.`,
+  databaseValueUnsafe: (entity: string, counter: string, id: string, value: unknown) =>
+    `${entity}.${counter} of row ${id} holds ${String(value)} in the database, which is not a safe integer; counters must stay within ±(2^53-1).`,
+  storeUnavailable: (reason: string) =>
+    `Redis is not available (${reason}); the counter change was not made. Retry once Redis is reachable.`,
+  seedContended: (entity: string, id: string) =>
+    `Could not load the counters of ${entity} ${id} into Redis: flushes kept changing the row while it was read. Retry the call.`,
+  notNumericColumn: (entity: string, property: string, type: string) =>
+    `${entity}.${property} is decorated with @Counted() but its column type is "${type}". Counters need an integer column: use @Column('int') or @Column('bigint').`,
+  notAColumn: (entity: string, property: string) =>
+    `${entity}.${property} is decorated with @Counted() but is not a column. Add @Column('int') (or another integer type) to it.`,
+  badPrimaryKey: (entity: string, count: number) =>
+    `${entity} has ${count === 0 ? 'no primary key' : `a composite primary key of ${count} columns`}; counted entities need exactly one primary column.`,
+  duplicateCounter: (entity: string, counter: string) =>
+    `${entity} declares the counter "${counter}" twice. Give each @Counted() property its own name.`,
+  badCounterName: (entity: string, counter: string) =>
+    `${entity} has a counter named "${counter}"; counter names may use letters, digits, "_" and "-" only.`,
+  badBounds: (entity: string, counter: string) =>
+    `${entity}.${counter} has @Counted() bounds that are not safe integers with min <= max.`,
+  ledgerMissing: () =>
+    `The counted data source does not include CounterLedgerEntry. Add it to the entities of your TypeORM data source (and create its table: see the README's "Ledger table").`,
+  dataSourceMissing: (dataSource: string) =>
+    `CounterModule could not find the TypeORM data source "${dataSource}". Import TypeOrmModule.forRoot() (with that name) in the same application.`,
+  unsupportedDatabase: (type: string) =>
+    `CounterModule supports PostgreSQL, MySQL/MariaDB and SQLite (better-sqlite3); this data source is "${type}".`,
+  schedulerMissing: () =>
+    `CounterModule schedules its flush through @nestjs/schedule: import ScheduleModule.forRoot() in your application, or set flushEnabled: false and call CounterService.flush() yourself.`,
+  badOption: (name: string, value: unknown, expected: string) =>
+    `CounterModule option "${name}" must be ${expected}; got ${String(value)}.`,
+  flushFailed: (attempt: number, retryInMs: number) =>
+    `Counter flush failed (attempt ${attempt}); the batch stays in Redis and is retried in ${retryInMs} ms.`,
+  rowsDropped: (table: string, ids: string[]) =>
+    `Dropped pending counter changes of ${ids.length} ${table} row(s) that no longer exist in the database: ${ids.slice(0, 20).join(', ')}${ids.length > 20 ? ', …' : ''}.`,
+  finalFlushFailed: () =>
+    `The final counter flush before shutdown failed; the pending changes stay in Redis and the next instance flushes them.`,
+  overlayFailed: () => `Could not read live counters from Redis; the response carries the database values.`,
+};

@@ -1,0 +1,61 @@
+import { Module, type OnApplicationShutdown } from '@nestjs/common';
+import { COUNTER_OPTIONS } from './counter.constants.js';
+import { CounterEntityExplorer } from './counter-entity.explorer.js';
+import { CounterFlushScheduler } from './counter-flush.scheduler.js';
+import { CounterFlusher } from './counter.flusher.js';
+import { ConfigurableModuleClass, COUNTER_MODULE_OPTIONS } from './counter.module-definition.js';
+import { resolveCounterOptions } from './counter-options.js';
+import { CounterReader } from './counter.reader.js';
+import { CounterRegistry } from './counter.registry.js';
+import { CounterService } from './counter.service.js';
+import { CounterInterceptor } from './interceptors/live-counts.interceptor.js';
+import type { ResolvedCounterOptions } from './interfaces/counter-module-options.interface.js';
+import { CounterStore } from './redis/counter.store.js';
+import { CounterKeys } from './redis/keys.js';
+import { CounterRedisHandle } from './redis/redis-connection.js';
+import { CounterDatabase } from './sql/counter.database.js';
+
+/**
+ * Exact Redis counters for TypeORM entities. Import with `CounterModule.forRoot(options)` or
+ * `CounterModule.forRootAsync({ imports, inject, useFactory })`; inject `CounterService`.
+ */
+@Module({
+  providers: [
+    { provide: COUNTER_OPTIONS, useFactory: resolveCounterOptions, inject: [COUNTER_MODULE_OPTIONS] },
+    {
+      provide: CounterRedisHandle,
+      useFactory: (options: ResolvedCounterOptions) =>
+        CounterRedisHandle.from(options.redis, options.redisCommandTimeoutMs),
+      inject: [COUNTER_OPTIONS],
+    },
+    {
+      provide: CounterStore,
+      useFactory: (redis: CounterRedisHandle) => new CounterStore(redis.client),
+      inject: [CounterRedisHandle],
+    },
+    {
+      provide: CounterKeys,
+      useFactory: (options: ResolvedCounterOptions) => new CounterKeys(options.keyPrefix, options.shards),
+      inject: [COUNTER_OPTIONS],
+    },
+    CounterRegistry,
+    CounterEntityExplorer,
+    CounterDatabase,
+    CounterReader,
+    CounterFlusher,
+    CounterFlushScheduler,
+    CounterService,
+    CounterInterceptor,
+  ],
+  exports: [CounterService, CounterInterceptor],
+})
+export class CounterModule extends ConfigurableModuleClass implements OnApplicationShutdown {
+  constructor(private readonly redis: CounterRedisHandle) {
+    super();
+  }
+
+  /** Closes the Redis client only if the module created it. */
+  async onApplicationShutdown(): Promise<void> {
+    await this.redis.close();
+  }
+}

@@ -1,0 +1,75 @@
+import { Injectable } from '@nestjs/common';
+import type { EntityMetadata } from 'typeorm';
+import type { ColumnMetadata } from 'typeorm/metadata/ColumnMetadata.js';
+import { MESSAGES } from './counter.messages.js';
+import { UnknownCountedEntityError } from './exceptions/unknown-counted-entity.error.js';
+import { UnknownCounterError } from './exceptions/unknown-counter.error.js';
+
+/** One counted column of an entity. */
+export interface CounterField {
+  name: string;
+  propertyName: string;
+  column: ColumnMetadata;
+  min: number;
+  max: number;
+}
+
+/** What the module knows about one counted entity. */
+export interface CountedEntity {
+  target: Function;
+  /** The class name, for messages. */
+  name: string;
+  /** The entity's part of every Redis key: its table path. */
+  key: string;
+  metadata: EntityMetadata;
+  primary: ColumnMetadata;
+  /** Whether ids are integers (validated and sent as numbers) or strings. */
+  numericId: boolean;
+  /** Whether string ids are UUIDs, which the database compares without regard to case. */
+  uuidId: boolean;
+  counters: CounterField[];
+}
+
+/** Counted entities by class; filled once at bootstrap by the explorer. */
+@Injectable()
+export class CounterRegistry {
+  private readonly entities = new Map<Function, CountedEntity>();
+
+  register(entity: CountedEntity): void {
+    this.entities.set(entity.target, entity);
+  }
+
+  all(): CountedEntity[] {
+    return [...this.entities.values()];
+  }
+
+  get(target: unknown): CountedEntity {
+    const entity = typeof target === 'function' ? this.entities.get(target) : undefined;
+    if (!entity) throw new UnknownCountedEntityError(MESSAGES.unknownEntity(target));
+    return entity;
+  }
+
+  /** The counted entity an object is an instance of, if any (subclasses included). */
+  forInstance(value: object): CountedEntity | undefined {
+    for (let proto = Object.getPrototypeOf(value); proto && proto !== Object.prototype; proto = Object.getPrototypeOf(proto)) {
+      const entity = this.entities.get(proto.constructor);
+      if (entity) return entity;
+    }
+    return undefined;
+  }
+
+  counter(entity: CountedEntity, name: unknown): CounterField {
+    const field = entity.counters.find((counter) => counter.name === name);
+    if (!field) {
+      throw new UnknownCounterError(
+        MESSAGES.unknownCounter(entity.name, String(name), entity.counters.map((counter) => counter.name)),
+      );
+    }
+    return field;
+  }
+
+  /** The named counters, or all of them when no names are given. */
+  counters(entity: CountedEntity, names?: readonly string[]): CounterField[] {
+    return names ? names.map((name) => this.counter(entity, name)) : entity.counters;
+  }
+}

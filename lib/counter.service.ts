@@ -1,0 +1,151 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { collectCountedInstances } from './counted-entity.collector.js';
+import { CounterFlusher } from './counter.flusher.js';
+import { MESSAGES } from './counter.messages.js';
+import { CounterReader, type RowRequest } from './counter.reader.js';
+import { CounterRegistry, type CountedEntity, type CounterField } from './counter.registry.js';
+import { toRowId } from './counter-id.js';
+import { SEED_ATTEMPTS } from './counter.constants.js';
+import { CounterOutOfRangeError } from './exceptions/counter-out-of-range.error.js';
+import { CounterRowNotFoundError } from './exceptions/counter-row-not-found.error.js';
+import { CounterSeedContentionError } from './exceptions/counter-seed-contention.error.js';
+import { CounterStoreUnavailableError } from './exceptions/counter-store-unavailable.error.js';
+import { InvalidCounterDeltaError } from './exceptions/invalid-counter-delta.error.js';
+import type { FlushReport } from './interfaces/flush-report.interface.js';
+import { CounterKeys } from './redis/keys.js';
+import { CounterStore } from './redis/counter.store.js';
+
+/** An entity class, as passed to the service. */
+export type EntityClass<T = unknown> = abstract new (...args: never[]) => T;
+
+/** The counters of entities: change them, read them live, overlay them, flush them. */
+@Injectable()
+export class CounterService {
+  private readonly logger = new Logger('CounterService');
+
+  constructor(
+    private readonly registry: CounterRegistry,
+    private readonly store: CounterStore,
+    private readonly keys: CounterKeys,
+    private readonly reader: CounterReader,
+    private readonly flusher: CounterFlusher,
+  ) {}
+
+  /**
+   * Adds `by` (default 1) to a counter, atomically, and resolves with its new value. One Redis round trip
+   * when the row is in Redis; otherwise the row is first loaded from the database.
+   * @throws UnknownCountedEntityError, UnknownCounterError, InvalidCounterIdError, InvalidCounterDeltaError,
+   *   CounterOutOfRangeError, CounterRowNotFoundError, CounterStoreUnavailableError
+   */
+  async increment(entity: EntityClass, id: string | number, counter: string, by = 1): Promise<number> {
+    assertDelta(by);
+    return this.change(entity, id, counter, by);
+  }
+
+  /** Subtracts `by` (default 1) from a counter; see `increment`. */
+  async decrement(entity: EntityClass, id: string | number, counter: string, by = 1): Promise<number> {
+    assertDelta(by);
+    return this.change(entity, id, counter, by === 0 ? 0 : -by);
+  }
+
+  /**
+   * The live value of a counter. Falls back to the database value when Redis is unreachable.
+   * @throws CounterRowNotFoundError when the row does not exist
+   */
+  async get(entity: EntityClass, id: string | number, counter: string): Promise<number> {
+    const counted = this.registry.get(entity);
+    const field = this.registry.counter(counted, counter);
+    const rowId = toRowId(counted, id);
+    const values = (await this.reader.read([{ entity: counted, id: rowId }], true)).get(
+      CounterReader.resultKey(counted, rowId),
+    );
+    if (!values) throw new CounterRowNotFoundError(MESSAGES.rowNotFound(counted.name, rowId.text));
+    return values[counted.counters.indexOf(field)];
+  }
+
+  /**
+   * Live values of many rows (all counters, or the ones named), keyed by the ids as given. Rows that
+   * do not exist in the database are left out. One Redis round trip per shard touched.
+   */
+  async getMany<Id extends string | number>(
+    entity: EntityClass,
+    ids: readonly Id[],
+    counters?: readonly string[],
+  ): Promise<Map<Id, Record<string, number>>> {
+    const counted = this.registry.get(entity);
+    const fields = this.registry.counters(counted, counters);
+    const rowIds = ids.map((id) => toRowId(counted, id));
+    const values = await this.reader.read(rowIds.map((id) => ({ entity: counted, id })), true);
+    const result = new Map<Id, Record<string, number>>();
+    ids.forEach((id, index) => {
+      const row = values.get(CounterReader.resultKey(counted, rowIds[index]));
+      if (row) result.set(id, pick(counted, fields, row));
+    });
+    return result;
+  }
+
+  /**
+   * Writes live counter values, in place, into every counted entity found in `value`: an entity, an
+   * array, or plain objects containing them (pagination wrappers, relations). Returns `value`.
+   * When Redis is unreachable the entities keep their database values and a warning is logged.
+   */
+  async overlay<T>(value: T): Promise<T> {
+    const instances = collectCountedInstances(value, this.registry);
+    const requests: Array<RowRequest & { instance: Record<string, unknown> }> = [];
+    for (const { entity, instance } of instances) {
+      const id = instance[entity.primary.propertyName];
+      if (id === undefined || id === null) continue;
+      requests.push({ entity, id: toRowId(entity, id), instance });
+    }
+    if (requests.length === 0) return value;
+    let values: Map<string, number[]>;
+    try {
+      values = await this.reader.read(requests, false);
+    } catch (error) {
+      if (!(error instanceof CounterStoreUnavailableError)) throw error;
+      this.logger.warn(`${MESSAGES.overlayFailed()} ${error.message}`);
+      return value;
+    }
+    for (const { entity, id, instance } of requests) {
+      const row = values.get(CounterReader.resultKey(entity, id));
+      if (!row) continue;
+      entity.counters.forEach((counter, index) => {
+        instance[counter.propertyName] = row[index];
+      });
+    }
+    return value;
+  }
+
+  /** Writes every pending change to the database now (the scheduled flush does the same). */
+  flush(): Promise<FlushReport> {
+    return this.flusher.flush();
+  }
+
+  private async change(entity: EntityClass, id: string | number, counter: string, delta: number): Promise<number> {
+    const counted = this.registry.get(entity);
+    const field = this.registry.counter(counted, counter);
+    const rowId = toRowId(counted, id);
+    const encodedId = this.keys.encodeId(rowId.text);
+    const shard = this.keys.shard(counted.key, this.keys.shardOf(encodedId));
+    for (let attempt = 0; attempt < SEED_ATTEMPTS; attempt++) {
+      const outcome = await this.store.increment(shard, encodedId, field.name, delta, field.min, field.max);
+      if (outcome.kind === 'applied') return outcome.value;
+      if (outcome.kind === 'out-of-range') throw outOfRange(counted, field, outcome.current, delta);
+      const seeded = await this.reader.ensureSeeded({ entity: counted, id: rowId });
+      if (!seeded) throw new CounterRowNotFoundError(MESSAGES.rowNotFound(counted.name, rowId.text));
+    }
+    throw new CounterSeedContentionError(MESSAGES.seedContended(counted.name, rowId.text));
+  }
+}
+
+function assertDelta(by: unknown): asserts by is number {
+  if (typeof by !== 'number' || !Number.isSafeInteger(by)) throw new InvalidCounterDeltaError(MESSAGES.invalidDelta(by));
+}
+
+function outOfRange(entity: CountedEntity, field: CounterField, current: number, delta: number) {
+  return new CounterOutOfRangeError(MESSAGES.outOfRange(entity.name, field.name, current, delta, field.min, field.max));
+}
+
+function pick(entity: CountedEntity, fields: CounterField[], row: number[]): Record<string, number> {
+  return Object.fromEntries(fields.map((field) => [field.name, row[entity.counters.indexOf(field)]]));
+}

@@ -1,0 +1,8 @@
+export { CounterModule } from './counter.module.js';
+export { CounterService, type EntityClass } from './counter.service.js';
+export { CounterInterceptor } from './interceptors/live-counts.interceptor.js';
+export { Counted } from './decorators/counted.decorator.js';
+export { LiveCounts } from './decorators/live-counts.decorator.js';
+export { CounterLedgerEntry } from './sql/counter-ledger.entity.js';
+export * from './exceptions/index.js';
+export * from './interfaces/index.js';

@@ -1,0 +1,94 @@
+import type { Cluster, Redis, RedisOptions } from 'ioredis';
+
+/** A Redis connection the module can use: a client you own, or what the module should connect with. */
+export type CounterRedisConnection = Redis | Cluster | RedisOptions | string;
+
+/** Options of `CounterModule.forRoot()` / `forRootAsync()`. Every field is optional. */
+export interface CounterModuleOptions {
+  /**
+   * An existing ioredis `Redis` or `Cluster` (the module never closes it), or ioredis options or a
+   * `redis://` URL (the module creates the client and closes it on shutdown).
+   * @default 'redis://127.0.0.1:6379'
+   */
+  redis?: CounterRedisConnection;
+  /**
+   * Prefix of every key the module writes. Two apps sharing one Redis and counting the same table
+   * must use different prefixes unless they share the database too.
+   * @default 'ctr'
+   */
+  keyPrefix?: string;
+  /**
+   * Shards per entity. Each shard has its own dirty set and flush lease, so this is how many flushers
+   * can work on one table at once, and (on a cluster) how many slots one table spreads over.
+   * Changing it on a live system re-homes rows: flush everything first.
+   * @default 64
+   */
+  shards?: number;
+  /**
+   * Run the flush on a timer. Turn off in tests that call `CounterService.flush()` themselves.
+   * @default true
+   */
+  flushEnabled?: boolean;
+  /**
+   * Time between two scheduled flushes, in milliseconds. The database trails Redis by about this much.
+   * @default 1000
+   */
+  flushIntervalMs?: number;
+  /**
+   * Rows claimed and written per batch (one UPDATE statement, one transaction).
+   * @default 500
+   */
+  flushBatchSize?: number;
+  /**
+   * How long a flusher owns a shard before another instance may take it over, in milliseconds.
+   * Must be well above the time one batch takes to write.
+   * @default 30000
+   */
+  flushLeaseMs?: number;
+  /**
+   * Run one last flush when the application shuts down (`app.close()`, SIGTERM with shutdown hooks).
+   * @default true
+   */
+  flushOnShutdown?: boolean;
+  /**
+   * Upper bound of the backoff between failed scheduled flushes (exponential, with jitter).
+   * @default 60000
+   */
+  flushMaxBackoffMs?: number;
+  /**
+   * Seconds a row with nothing left to flush stays cached in Redis after its last write or seed.
+   * @default 3600
+   */
+  cleanRowTtlSeconds?: number;
+  /**
+   * How long the ledger keeps the id of an applied batch, in milliseconds. A batch left behind by a
+   * crashed flusher must be recovered within this time, or it could be applied twice.
+   * @default 604800000 (7 days)
+   */
+  ledgerRetentionMs?: number;
+  /**
+   * Timeout of one Redis command sent by a client the module created, in milliseconds. A user-supplied
+   * client keeps its own settings.
+   * @default 1000
+   */
+  redisCommandTimeoutMs?: number;
+}
+
+/** Options after defaults were applied: what the module's providers work with. */
+export type ResolvedCounterOptions = Required<Omit<CounterModuleOptions, 'redis'>> & {
+  redis: CounterRedisConnection;
+};
+
+/** Options fixed when the module is defined: given to `forRoot()` and next to `useFactory` in `forRootAsync()`. */
+export interface CounterModuleExtras {
+  /**
+   * Register `CounterService` and `CounterInterceptor` in every module.
+   * @default true
+   */
+  isGlobal?: boolean;
+  /**
+   * Name of the TypeORM data source whose entities are counted (the `name` given to `TypeOrmModule`).
+   * @default 'default'
+   */
+  dataSource?: string;
+}

@@ -1,0 +1,3 @@
+export * from './counted-options.interface.js';
+export * from './counter-module-options.interface.js';
+export * from './flush-report.interface.js';

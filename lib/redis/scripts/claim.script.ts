@@ -1,0 +1,66 @@
+import { ROW_HELPERS_LUA } from './row-helpers.lua.js';
+
+/**
+ * Takes (or renews) a shard's lease and claims a batch: moves pending deltas into flight.
+ *
+ * KEYS[1] dirty set, KEYS[2] batch hash, KEYS[3] lease (all one slot).
+ * ARGV[1] row key prefix of the shard, ARGV[2] lease token, ARGV[3] lease ms, ARGV[4] new batch id,
+ * ARGV[5] max rows, ARGV[6] TTL of clean rows (seconds), ARGV[7] now (ms).
+ * Returns {'busy'} when another flusher holds the lease; {'empty'} when nothing is dirty (no lease
+ * taken); {'pending', batchId, more, field, delta, …} when a batch left behind must be finished first;
+ * {'claimed', batchId, more, field, delta, …} for a new batch ({'claimed', '', more} if every delta
+ * netted to zero). A field is "<encoded id>\\n<counter>"; more is 1 while the dirty set is not empty.
+ *
+ * Invariant: every delta is in exactly one place: a row's p: field (and the id in the dirty set), or a
+ * row's f: field and the batch hash. Nothing is removed here; the ack moves f: into b:.
+ */
+export const CLAIM_LUA = ROW_HELPERS_LUA + `
+local holder = redis.call('GET', KEYS[3])
+if holder and holder ~= ARGV[2] then
+  return {'busy'}
+end
+local pending = redis.call('HGET', KEYS[2], '#id')
+if pending then
+  redis.call('SET', KEYS[3], ARGV[2], 'PX', ARGV[3])
+  local out = {'pending', pending, redis.call('SCARD', KEYS[1]) > 0 and 1 or 0}
+  local entries = redis.call('HGETALL', KEYS[2])
+  for i = 1, #entries, 2 do
+    if string.sub(entries[i], 1, 1) ~= '#' then
+      out[#out + 1] = entries[i]
+      out[#out + 1] = entries[i + 1]
+    end
+  end
+  return out
+end
+if redis.call('SCARD', KEYS[1]) == 0 then
+  return {'empty'}
+end
+redis.call('SET', KEYS[3], ARGV[2], 'PX', ARGV[3])
+local ids = redis.call('SPOP', KEYS[1], ARGV[5])
+local entries = {}
+for _, id in ipairs(ids) do
+  local row = ARGV[1] .. id
+  local fields = redis.call('HGETALL', row)
+  for i = 1, #fields, 2 do
+    local field = fields[i]
+    if string.sub(field, 1, 2) == 'p:' then
+      local counter = string.sub(field, 3)
+      redis.call('HDEL', row, field)
+      if tonumber(fields[i + 1]) ~= 0 then
+        redis.call('HINCRBY', row, 'f:' .. counter, fields[i + 1])
+        entries[#entries + 1] = id .. '\\n' .. counter
+        entries[#entries + 1] = fields[i + 1]
+      end
+    end
+  end
+  expire_if_clean(row, ARGV[6])
+end
+local more = redis.call('SCARD', KEYS[1]) > 0 and 1 or 0
+if #entries == 0 then
+  return {'claimed', '', more}
+end
+redis.call('HSET', KEYS[2], '#id', ARGV[4], '#at', ARGV[7], unpack(entries))
+local out = {'claimed', ARGV[4], more}
+for i = 1, #entries do out[#out + 1] = entries[i] end
+return out
+`;

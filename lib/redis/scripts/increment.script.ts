@@ -1,0 +1,31 @@
+/**
+ * Changes one counter of one row.
+ *
+ * KEYS[1] row hash, KEYS[2] the shard's dirty set, KEYS[3] the shard's generation (all one slot).
+ * ARGV[1] encoded row id, ARGV[2] counter, ARGV[3] delta, ARGV[4] min, ARGV[5] max.
+ * Returns {1, newValue} when applied; {0, generation} when the row has no base yet (nothing written:
+ * the caller seeds it and calls again); {2, currentValue} when the new value would leave [min, max]
+ * (nothing written).
+ *
+ * Invariant: live value = b + p + f, and every row with a `p:` field is in the dirty set and has no TTL,
+ * so a pending delta can neither expire nor be missed by the next claim.
+ */
+export const INCREMENT_LUA = `
+local counter = ARGV[2]
+local values = redis.call('HMGET', KEYS[1], 'b:' .. counter, 'p:' .. counter, 'f:' .. counter)
+if not values[1] then
+  return {0, redis.call('GET', KEYS[3]) or '0'}
+end
+local current = tonumber(values[1]) + (tonumber(values[2]) or 0) + (tonumber(values[3]) or 0)
+local delta = tonumber(ARGV[3])
+local nextValue = current + delta
+if nextValue < tonumber(ARGV[4]) or nextValue > tonumber(ARGV[5]) then
+  return {2, current}
+end
+if delta ~= 0 then
+  redis.call('HINCRBY', KEYS[1], 'p:' .. counter, ARGV[3])
+  redis.call('SADD', KEYS[2], ARGV[1])
+  redis.call('PERSIST', KEYS[1])
+end
+return {1, nextValue}
+`;

@@ -1,0 +1,160 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { In, type DataSource, type QueryRunner } from 'typeorm';
+import { COUNTER_DATA_SOURCE, TRANSACTION_ATTEMPTS } from '../counter.constants.js';
+import type { CountedEntity, CounterField } from '../counter.registry.js';
+import type { CounterDialect, DeltaRow } from './counter-dialect.js';
+import { CounterLedgerEntry } from './counter-ledger.entity.js';
+import { dialectFor } from './dialect-for.js';
+
+/** A batch as the database sees it: rows sorted by id, one delta per column in `counters`. */
+export interface DeltaBatch {
+  batchId: string;
+  shard: number;
+  counters: CounterField[];
+  rows: DeltaRow[];
+}
+
+export type ApplyOutcome =
+  | { applied: true; missingIds: Array<string | number> }
+  /** The ledger already had the batch: another flusher committed it. */
+  | { applied: false };
+
+const READ_CHUNK = 1_000;
+
+/** Everything the module asks of the SQL database: read counters, apply a batch, keep the ledger. */
+@Injectable()
+export class CounterDatabase {
+  private readonly dialect: CounterDialect;
+
+  /** How many shards one flush may write at the same time. */
+  get parallelTransactions(): number {
+    return this.dialect.parallelTransactions;
+  }
+
+  constructor(@Inject(COUNTER_DATA_SOURCE) private readonly dataSource: DataSource) {
+    this.dialect = dialectFor(dataSource);
+  }
+
+  /** Counter values of the rows that exist, by id as the database returns it. */
+  async readCounters(
+    entity: CountedEntity,
+    ids: Array<string | number>,
+  ): Promise<Map<string, Record<string, unknown>>> {
+    const repository = this.dataSource.getRepository(entity.target);
+    const select = Object.fromEntries(
+      [entity.primary.propertyName, ...entity.counters.map((counter) => counter.propertyName)].map((p) => [p, true]),
+    );
+    const found = new Map<string, Record<string, unknown>>();
+    for (let start = 0; start < ids.length; start += READ_CHUNK) {
+      const rows = await repository.find({
+        select,
+        where: { [entity.primary.propertyName]: In(ids.slice(start, start + READ_CHUNK)) },
+        loadEagerRelations: false,
+        withDeleted: true,
+      });
+      for (const row of rows as Record<string, unknown>[]) {
+        const id = String(row[entity.primary.propertyName]);
+        found.set(entity.uuidId ? id.toLowerCase() : id, row);
+      }
+    }
+    return found;
+  }
+
+  /**
+   * Applies one batch in one transaction: the ledger insert first (so a duplicate blocks and fails
+   * before it locks any counted row), then one UPDATE for all rows.
+   */
+  async applyBatch(entity: CountedEntity, batch: DeltaBatch): Promise<ApplyOutcome> {
+    for (let attempt = 1; ; attempt++) {
+      const runner = this.dataSource.createQueryRunner();
+      try {
+        await runner.connect();
+        await runner.startTransaction();
+        const outcome = await this.applyInTransaction(runner, entity, batch);
+        if (outcome.applied) await runner.commitTransaction();
+        else await runner.rollbackTransaction();
+        return outcome;
+      } catch (error) {
+        if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
+        if (attempt < TRANSACTION_ATTEMPTS && this.dialect.isTransient(error)) continue;
+        throw error;
+      } finally {
+        await runner.release().catch(() => undefined);
+      }
+    }
+  }
+
+  async isBatchApplied(batchId: string): Promise<boolean> {
+    const ledger = this.ledger();
+    const rows: unknown[] = await this.dataSource.query(
+      `SELECT 1 AS found FROM ${ledger.table} WHERE ${ledger.column('batchId')} = ${this.dialect.placeholder(1)}`,
+      [batchId],
+    );
+    return rows.length > 0;
+  }
+
+  /** Deletes ledger rows older than the retention; returns how many. */
+  async pruneLedger(retentionMs: number): Promise<void> {
+    const ledger = this.ledger();
+    await this.dataSource.query(
+      `DELETE FROM ${ledger.table} WHERE ${ledger.column('appliedAt')} < ${this.dialect.placeholder(1)}`,
+      [Date.now() - retentionMs],
+    );
+  }
+
+  private async applyInTransaction(runner: QueryRunner, entity: CountedEntity, batch: DeltaBatch): Promise<ApplyOutcome> {
+    const ledger = this.ledger();
+    const ledgerColumns = ['batchId', 'entity', 'shard', 'rowCount', 'appliedAt'];
+    try {
+      await runner.query(
+        `INSERT INTO ${ledger.table} (${ledgerColumns.map((name) => ledger.column(name)).join(', ')}) ` +
+          `VALUES (${ledgerColumns.map((_, i) => this.dialect.placeholder(i + 1)).join(', ')})`,
+        [batch.batchId, entity.key, batch.shard, batch.rows.length, Date.now()],
+      );
+    } catch (error) {
+      if (this.dialect.isDuplicateKey(error)) return { applied: false };
+      throw error;
+    }
+    const driver = this.dataSource.driver;
+    const statement = this.dialect.addDeltas(
+      {
+        table: this.quoteTablePath(entity.metadata.tablePath),
+        idColumn: driver.escape(entity.primary.databaseName),
+        idType: String(driver.normalizeType(entity.primary)),
+        columns: batch.counters.map((counter) => driver.escape(counter.column.databaseName)),
+      },
+      batch.rows,
+    );
+    const result = await runner.query(statement.sql, statement.params, true);
+    if ((result.affected ?? 0) >= batch.rows.length) return { applied: true, missingIds: [] };
+    return { applied: true, missingIds: await this.missingIds(runner, entity, batch.rows) };
+  }
+
+  /** Ids of the batch that match no row: deleted since their counters changed. */
+  private async missingIds(runner: QueryRunner, entity: CountedEntity, rows: DeltaRow[]): Promise<Array<string | number>> {
+    const existing = await runner.manager.getRepository(entity.target).find({
+      select: { [entity.primary.propertyName]: true },
+      where: { [entity.primary.propertyName]: In(rows.map((row) => row.id)) },
+      withDeleted: true,
+      loadEagerRelations: false,
+    });
+    const present = new Set(existing.map((row) => String((row as Record<string, unknown>)[entity.primary.propertyName]).toLowerCase()));
+    return rows.map((row) => row.id).filter((id) => !present.has(String(id).toLowerCase()));
+  }
+
+  private ledger() {
+    const metadata = this.dataSource.getMetadata(CounterLedgerEntry);
+    return {
+      table: this.quoteTablePath(metadata.tablePath),
+      column: (propertyName: string) =>
+        this.dataSource.driver.escape(metadata.findColumnWithPropertyName(propertyName)!.databaseName),
+    };
+  }
+
+  private quoteTablePath(tablePath: string): string {
+    return tablePath
+      .split('.')
+      .map((part) => this.dataSource.driver.escape(part))
+      .join('.');
+  }
+}

@@ -1,0 +1,23 @@
+import type { DataSource } from 'typeorm';
+import { MESSAGES } from '../counter.messages.js';
+import { CounterConfigurationError } from '../exceptions/counter-configuration.error.js';
+import type { CounterDialect } from './counter-dialect.js';
+import { mysqlDialect } from './mysql.js';
+import { postgresDialect } from './postgres.js';
+import { sqliteDialect } from './sqlite.js';
+
+export function dialectFor(dataSource: DataSource): CounterDialect {
+  const type = String(dataSource.options.type);
+  switch (type) {
+    case 'postgres':
+      return postgresDialect;
+    case 'mysql':
+    case 'mariadb':
+      return mysqlDialect;
+    case 'better-sqlite3':
+    case 'sqlite':
+      return sqliteDialect;
+    default:
+      throw new CounterConfigurationError(MESSAGES.unsupportedDatabase(type));
+  }
+}

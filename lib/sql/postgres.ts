@@ -1,0 +1,37 @@
+import { driverErrorOf, type CounterDialect, type DeltaRow, type DeltaTarget, type Statement } from './counter-dialect.js';
+
+const UNIQUE_VIOLATION = '23505';
+const TRANSIENT = new Set(['40P01', '40001', '55P03']);
+
+/** PostgreSQL: `UPDATE … FROM (VALUES …)`, one typed tuple per row. */
+export const postgresDialect: CounterDialect = {
+  parallelTransactions: 4,
+  placeholder: (position) => `$${position}`,
+
+  addDeltas(target: DeltaTarget, rows: DeltaRow[]): Statement {
+    const params: unknown[] = [];
+    const tuples = rows.map((row) => {
+      params.push(row.id);
+      const cells = [`$${params.length}::${target.idType}`];
+      for (const delta of row.deltas) {
+        params.push(delta);
+        cells.push(`$${params.length}::bigint`);
+      }
+      return `(${cells.join(', ')})`;
+    });
+    const deltaNames = target.columns.map((_, index) => `d${index}`);
+    const assignments = target.columns.map(
+      (column, index) => `${column} = COALESCE(t.${column}, 0) + v.d${index}`,
+    );
+    return {
+      sql:
+        `UPDATE ${target.table} AS t SET ${assignments.join(', ')} ` +
+        `FROM (VALUES ${tuples.join(', ')}) AS v(id, ${deltaNames.join(', ')}) ` +
+        `WHERE t.${target.idColumn} = v.id`,
+      params,
+    };
+  },
+
+  isDuplicateKey: (error) => driverErrorOf(error).code === UNIQUE_VIOLATION,
+  isTransient: (error) => TRANSIENT.has(driverErrorOf(error).code ?? ''),
+};

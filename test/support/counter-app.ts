@@ -1,0 +1,57 @@
+import type { INestApplication } from '@nestjs/common';
+import { ScheduleModule } from '@nestjs/schedule';
+import { Test } from '@nestjs/testing';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import type { Redis } from 'ioredis';
+import { DataSource, type DataSourceOptions } from 'typeorm';
+import { CounterLedgerEntry, CounterModule, CounterService, type CounterModuleOptions } from '../../lib/index.js';
+import { ENTITIES } from './entities.js';
+import { REDIS_URL } from './redis.js';
+
+export interface CounterApp {
+  app: INestApplication;
+  counters: CounterService;
+  dataSource: DataSource;
+  close(): Promise<void>;
+}
+
+export interface CounterAppOptions {
+  database: DataSourceOptions;
+  keyPrefix: string;
+  /** Create the tables (the first app of a group). */
+  synchronize?: boolean;
+  counter?: CounterModuleOptions;
+  redis?: Redis;
+  controllers?: Array<new (...args: never[]) => unknown>;
+}
+
+/** A Nest application as a user would build it: TypeORM, the scheduler and the counter module. */
+export async function startCounterApp(options: CounterAppOptions): Promise<CounterApp> {
+  const moduleRef = await Test.createTestingModule({
+    imports: [
+      TypeOrmModule.forRoot({
+        ...options.database,
+        entities: [...ENTITIES, CounterLedgerEntry],
+        synchronize: options.synchronize ?? true,
+        logging: false,
+      }),
+      ScheduleModule.forRoot(),
+      CounterModule.forRoot({
+        redis: options.redis ?? REDIS_URL,
+        keyPrefix: options.keyPrefix,
+        shards: 8,
+        flushEnabled: false,
+        ...options.counter,
+      }),
+    ],
+    controllers: options.controllers ?? [],
+  }).compile();
+  const app = moduleRef.createNestApplication({ logger: ['error'] });
+  await app.init();
+  return {
+    app,
+    counters: app.get(CounterService),
+    dataSource: app.get(DataSource),
+    close: () => app.close(),
+  };
+}

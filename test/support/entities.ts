@@ -1,0 +1,38 @@
+import { Column, Entity, ManyToOne, OneToMany, PrimaryColumn, PrimaryGeneratedColumn } from 'typeorm';
+import { Counted } from '../../lib/index.js';
+
+@Entity('test_article')
+export class Article {
+  @PrimaryGeneratedColumn()
+  id!: number;
+
+  @Column({ type: 'varchar', length: 100, default: '' })
+  title!: string;
+
+  @Counted('like_count', { min: 0 })
+  @Column({ name: 'like_count', type: 'int', default: 0 })
+  likeCount!: number;
+
+  @Counted('view_count')
+  @Column({ name: 'view_count', type: 'bigint', default: 0 })
+  viewCount!: number;
+
+  @OneToMany(() => Remark, (remark) => remark.article)
+  remarks?: Remark[];
+}
+
+/** String primary keys, including ones with `{`, `}` and `:` that must not break keys. */
+@Entity('test_remark')
+export class Remark {
+  @PrimaryColumn({ type: 'varchar', length: 64 })
+  id!: string;
+
+  @Counted('reply_count', { min: 0, max: 1_000_000 })
+  @Column({ name: 'reply_count', type: 'int', default: 0 })
+  replyCount!: number;
+
+  @ManyToOne(() => Article, (article) => article.remarks, { nullable: true })
+  article?: Article;
+}
+
+export const ENTITIES = [Article, Remark];
