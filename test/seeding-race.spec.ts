@@ -1,0 +1,140 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { CounterSeedContentionError } from '../lib/index.js';
+import { CounterKeys } from '../lib/redis/keys.js';
+import { CounterStore } from '../lib/redis/counter.store.js';
+import { CounterDatabase } from '../lib/sql/counter.database.js';
+import { startCounterApp, type CounterApp } from './support/counter-app.js';
+import { createTestDatabase, DATABASES, type TestDatabase } from './support/databases.js';
+import { Article } from './support/entities.js';
+import { deleteKeys, testRedis, uniquePrefix } from './support/redis.js';
+import { articleCounts, insertArticles } from './support/rows.js';
+import { seededRandom, testSeed } from './support/seeded-random.js';
+
+const SHARDS = 4;
+
+// Seeding a row from the database while a flush moves its values must never count a batch twice or
+// miss one.
+describe.each(DATABASES)('seeding racing a flush on %s', (databaseName) => {
+  const redis = testRedis();
+  const prefix = uniquePrefix('seed');
+  const keys = new CounterKeys(prefix, SHARDS);
+  let database: TestDatabase;
+  let reader: CounterApp;
+  let writer: CounterApp;
+
+  const rowKey = (id: number) => {
+    const table = reader.dataSource.getMetadata(Article).tablePath;
+    return keys.shard(table, keys.shardOf(String(id))).row(String(id));
+  };
+
+  beforeAll(async () => {
+    database = await createTestDatabase(databaseName);
+    const counter = { shards: SHARDS, cleanRowTtlSeconds: 1, flushOnShutdown: false, flushLeaseMs: 500 };
+    reader = await startCounterApp({ database: database.options, keyPrefix: prefix, counter });
+    writer = await startCounterApp({ database: database.options, keyPrefix: prefix, synchronize: false, counter });
+  });
+
+  afterEach(() => vi.restoreAllMocks());
+
+  afterAll(async () => {
+    await reader?.close();
+    await writer?.close();
+    await database?.drop();
+    await deleteKeys(redis, prefix);
+    redis.disconnect();
+  });
+
+  it('discards a database value read while a batch was flushed and the row expired', async () => {
+    const [id] = await insertArticles(reader.dataSource, [10]);
+    const readerDatabase = reader.app.get(CounterDatabase);
+    const realRead = readerDatabase.readCounters.bind(readerDatabase);
+    let resume!: () => void;
+    const paused = new Promise<void>((resolve) => (resume = resolve));
+    let readDone!: () => void;
+    const hasRead = new Promise<void>((resolve) => (readDone = resolve));
+    const read = vi.spyOn(readerDatabase, 'readCounters').mockImplementationOnce(async (entity, ids) => {
+      const values = await realRead(entity, ids); // like_count = 10
+      readDone();
+      await paused;
+      return values;
+    });
+
+    const live = reader.counters.get(Article, id, 'like_count');
+    await hasRead;
+    expect(await redis.exists(rowKey(id))).toBe(0);
+    // Meanwhile another instance counts +5 and flushes it; the clean row then expires from Redis.
+    expect(await writer.counters.increment(Article, id, 'like_count', 5)).toBe(15);
+    expect((await writer.counters.flush()).error).toBeUndefined();
+    expect((await articleCounts(writer.dataSource, [id])).get(id)!.likes).toBe(15);
+    await expect.poll(() => redis.exists(rowKey(id)), { timeout: 5_000, interval: 100 }).toBe(0);
+
+    resume();
+    // The stale 10 must not be seeded: the reader reads again and gets 15.
+    expect(await live).toBe(15);
+    expect(read).toHaveBeenCalledTimes(2);
+    expect(await reader.counters.increment(Article, id, 'like_count')).toBe(16);
+    expect((await reader.counters.flush()).error).toBeUndefined();
+    expect((await articleCounts(reader.dataSource, [id])).get(id)!.likes).toBe(16);
+  });
+
+  it('never seeds a counter over a batch that is still in flight for it', async () => {
+    const [id] = await insertArticles(reader.dataSource, [20]);
+    expect(await writer.counters.increment(Article, id, 'like_count', 7)).toBe(27);
+    // The writer commits the batch (database 27) and dies before the ack: +7 is still in flight.
+    vi.spyOn(writer.app.get(CounterStore), 'ack').mockRejectedValue(new Error('crashed before the ack'));
+    vi.spyOn(writer.app.get(CounterStore), 'release').mockRejectedValue(new Error('crashed'));
+    expect((await writer.counters.flush()).error?.message).toBe('crashed before the ack');
+    vi.restoreAllMocks();
+    expect((await articleCounts(reader.dataSource, [id])).get(id)!.likes).toBe(27);
+    // The row loses its base (a partial loss): seeding 27 now would count the in-flight 7 twice.
+    expect(await redis.hdel(rowKey(id), 'b:like_count')).toBe(1);
+    await expect(reader.counters.increment(Article, id, 'like_count')).rejects.toBeInstanceOf(CounterSeedContentionError);
+
+    // Once the lease expires, the next flush finds the batch in the ledger and acknowledges it.
+    await expect
+      .poll(async () => (await reader.counters.flush()).recoveredBatches, { timeout: 5_000, interval: 100 })
+      .toBe(1);
+    expect(await reader.counters.get(Article, id, 'like_count')).toBe(27);
+    expect(await reader.counters.increment(Article, id, 'like_count')).toBe(28);
+    expect((await reader.counters.flush()).error).toBeUndefined();
+    expect((await articleCounts(reader.dataSource, [id])).get(id)!.likes).toBe(28);
+  });
+
+  it('stays exact while reads seed expiring rows during concurrent increments and flushes', async () => {
+    const seed = testSeed();
+    const random = seededRandom(seed);
+    const ids = await insertArticles(reader.dataSource, Array.from({ length: 40 }, (_, i) => i));
+    const expected = new Map(ids.map((id, i) => [id, i]));
+    const deadline = Date.now() + 3_000;
+    const apps = [reader, writer];
+    const loops = [
+      ...apps.map(async (app) => {
+        while (Date.now() < deadline) {
+          expect((await app.counters.flush()).error).toBeUndefined();
+          await new Promise((resolve) => setTimeout(resolve, random() * 50));
+        }
+      }),
+      ...Array.from({ length: 8 }, async () => {
+        while (Date.now() < deadline) {
+          const app = apps[Math.floor(random() * apps.length)];
+          const sample = ids.filter(() => random() < 0.2);
+          if (random() < 0.5) {
+            await app.counters.getMany(Article, sample);
+          } else {
+            const id = sample[0] ?? ids[0];
+            await app.counters.increment(Article, id, 'like_count', 2);
+            expected.set(id, expected.get(id)! + 2);
+          }
+          // Pauses long enough for clean rows to expire (TTL 1 s) between their reads.
+          if (random() < 0.05) await new Promise((resolve) => setTimeout(resolve, 1_100));
+        }
+      }),
+    ];
+    await Promise.all(loops);
+    expect((await writer.counters.flush()).error).toBeUndefined();
+    const stored = await articleCounts(reader.dataSource, ids);
+    expect(ids.map((id) => stored.get(id)!.likes), `seed ${seed}`).toEqual(ids.map((id) => expected.get(id)));
+    const live = await reader.counters.getMany(Article, ids, ['like_count']);
+    expect(ids.map((id) => live.get(id)!.like_count), `seed ${seed}`).toEqual(ids.map((id) => expected.get(id)));
+  });
+});
