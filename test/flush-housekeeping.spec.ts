@@ -1,0 +1,116 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { CounterLedgerEntry, CounterRowNotFoundError } from '../lib/index.js';
+import { CounterFlusher } from '../lib/counter.flusher.js';
+import { CounterFlushScheduler } from '../lib/counter-flush.scheduler.js';
+import { CounterKeys } from '../lib/redis/keys.js';
+import { startCounterApp, type CounterApp } from './support/counter-app.js';
+import { createTestDatabase, DATABASES, type TestDatabase } from './support/databases.js';
+import { Article, Remark } from './support/entities.js';
+import { deleteKeys, scanKeys, testRedis, uniquePrefix } from './support/redis.js';
+import { articleCounts, insertArticles, insertRemarks, remarkCounts } from './support/rows.js';
+
+const RETENTION_MS = 60_000;
+
+// The flush's housekeeping: rows deleted under pending deltas, ledger pruning, retries with backoff.
+describe.each(DATABASES)('flush housekeeping on %s', (databaseName) => {
+  const redis = testRedis();
+  const prefix = uniquePrefix('house');
+  let database: TestDatabase;
+  let counter: CounterApp;
+
+  beforeAll(async () => {
+    database = await createTestDatabase(databaseName);
+    counter = await startCounterApp({
+      database: database.options,
+      keyPrefix: prefix,
+      counter: { ledgerRetentionMs: RETENTION_MS, flushIntervalMs: 20, flushMaxBackoffMs: 320 },
+    });
+  });
+
+  afterEach(() => vi.restoreAllMocks());
+
+  afterAll(async () => {
+    await counter?.close();
+    await database?.drop();
+    await deleteKeys(redis, prefix);
+    redis.disconnect();
+  });
+
+  it('drops the pending deltas of a row deleted from the database, and only those', async () => {
+    const ids = await insertArticles(counter.dataSource, [1, 2, 3]);
+    const remarks = await insertRemarks(counter.dataSource, [4], prefix);
+    for (const id of ids) await counter.counters.increment(Article, id, 'like_count', 10);
+    await counter.counters.increment(Remark, remarks[0], 'reply_count', 5);
+    await counter.dataSource.getRepository(Article).delete(ids[1]);
+
+    const report = await counter.counters.flush();
+    expect(report.error).toBeUndefined();
+    expect(report.droppedRows).toBe(1);
+    const stored = await articleCounts(counter.dataSource, ids);
+    expect(stored.get(ids[0])?.likes).toBe(11);
+    expect(stored.has(ids[1])).toBe(false);
+    expect(stored.get(ids[2])?.likes).toBe(13);
+    expect((await remarkCounts(counter.dataSource, remarks)).get(remarks[0])).toBe(9);
+
+    // The deleted row's hash is gone; counting it again is refused and writes nothing.
+    const keys = new CounterKeys(prefix, 8);
+    const table = counter.dataSource.getMetadata(Article).tablePath;
+    const rowKey = keys.shard(table, keys.shardOf(String(ids[1]))).row(String(ids[1]));
+    expect(await redis.exists(rowKey)).toBe(0);
+    await expect(counter.counters.increment(Article, ids[1], 'like_count')).rejects.toBeInstanceOf(CounterRowNotFoundError);
+    expect(await redis.exists(rowKey)).toBe(0);
+  });
+
+  it('prunes ledger rows older than the retention and keeps the recent ones', async () => {
+    const ledger = counter.dataSource.getRepository(CounterLedgerEntry);
+    const now = Date.now();
+    await ledger.insert([
+      { batchId: 'old-batch', entity: 'x', shard: 0, rowCount: 1, appliedAt: String(now - 2 * RETENTION_MS) },
+      { batchId: 'recent-batch', entity: 'x', shard: 0, rowCount: 1, appliedAt: String(now - RETENTION_MS / 2) },
+    ]);
+    // A fresh flusher prunes on its first flush (later at most every retention / 10).
+    const flusher = counter.app.get(CounterFlusher) as unknown as { lastPrunedAt: number };
+    flusher.lastPrunedAt = 0;
+    expect((await counter.counters.flush()).error).toBeUndefined();
+    expect(await ledger.findOneBy({ batchId: 'old-batch' })).toBeNull();
+    expect(await ledger.findOneBy({ batchId: 'recent-batch' })).not.toBeNull();
+  });
+
+  it('keeps the scheduled flush alive through failures, backing off, and recovers', async () => {
+    const [id] = await insertArticles(counter.dataSource, [0]);
+    await counter.counters.increment(Article, id, 'like_count', 3);
+    const flusher = counter.app.get(CounterFlusher);
+    const realFlush = flusher.flush.bind(flusher);
+    const calls: number[] = [];
+    vi.spyOn(flusher, 'flush').mockImplementation(async () => {
+      calls.push(Date.now());
+      if (calls.length <= 4) throw new Error(`database unreachable (${calls.length})`);
+      return realFlush();
+    });
+    const logged = vi.spyOn((counter.app.get(CounterFlushScheduler) as unknown as { logger: { error: () => void } }).logger, 'error').mockImplementation(() => undefined);
+    const scheduler = counter.app.get(CounterFlushScheduler);
+    const timer = setInterval(() => scheduler.tick(), 20);
+    try {
+      await expect.poll(async () => (await articleCounts(counter.dataSource, [id])).get(id)?.likes, { timeout: 10_000, interval: 50 }).toBe(3);
+    } finally {
+      clearInterval(timer);
+    }
+    expect(logged).toHaveBeenCalledTimes(4);
+    expect(String(logged.mock.calls[0][0])).toContain('Counter flush failed (attempt 1)');
+    // Ticks come every 20 ms; the gaps after failures grow (exponential backoff with jitter ≥ half).
+    const gaps = calls.slice(1, 5).map((at, i) => at - calls[i]);
+    expect(gaps[3]).toBeGreaterThanOrEqual(150);
+    expect(gaps[3]).toBeGreaterThan(gaps[0]);
+  });
+
+  it('leaves no batch, lease or pending field behind once everything is flushed', async () => {
+    const ids = await insertArticles(counter.dataSource, [0, 0]);
+    await counter.counters.increment(Article, ids[0], 'like_count', 1);
+    await counter.counters.increment(Article, ids[1], 'view_count', 1);
+    expect((await counter.counters.flush()).error).toBeUndefined();
+    expect(await scanKeys(redis, `${prefix}:*:batch`)).toEqual([]);
+    expect(await scanKeys(redis, `${prefix}:*:lease`)).toEqual([]);
+    const dirty = await scanKeys(redis, `${prefix}:*:dirty`);
+    expect(dirty).toEqual([]);
+  });
+});
