@@ -16,8 +16,10 @@ export const MESSAGES = {
     `${entity} with id ${id} does not exist in the database, so its counters cannot be read or changed.`,
   databaseValueUnsafe: (entity: string, counter: string, id: string, value: unknown) =>
     `${entity}.${counter} of row ${id} holds ${String(value)} in the database, which is not a safe integer; counters must stay within ±(2^53-1).`,
-  storeUnavailable: (reason: string) =>
-    `Redis is not available (${reason}); the counter change was not made. Retry once Redis is reachable.`,
+  storeUnavailable: (reason: string, sent: boolean) =>
+    sent
+      ? `Redis did not answer (${reason}); the command may or may not have been applied. Retry once Redis is reachable.`
+      : `Redis is not available (${reason}); nothing was sent to it. Retry once Redis is reachable.`,
   seedContended: (entity: string, id: string) =>
     `Could not load the counters of ${entity} ${id} into Redis: flushes kept changing the row while it was read. Retry the call.`,
   notNumericColumn: (entity: string, property: string, type: string) =>

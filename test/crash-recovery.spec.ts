@@ -40,9 +40,10 @@ describe.each(DATABASES)('crash recovery on %s', (databaseName) => {
   });
 
   /** A dead process releases nothing: its lease must expire before anyone else may take the shard. */
-  function crashAt<T extends object>(target: T, method: keyof T & string) {
+  function crashAt(target: CounterDatabase | CounterStore, method: 'applyBatch' | 'ack') {
     vi.spyOn(crashing.app.get(CounterStore), 'release').mockRejectedValue(new SimulatedCrash('release'));
-    return vi.spyOn(target as Record<string, unknown>, method as never).mockRejectedValue(new SimulatedCrash(method) as never);
+    const host = target as unknown as Record<typeof method, () => Promise<unknown>>;
+    return vi.spyOn(host, method).mockRejectedValue(new SimulatedCrash(method));
   }
 
   async function pendingChanges(): Promise<{ ids: number[]; start: Map<number, number> }> {

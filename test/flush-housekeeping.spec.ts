@@ -87,8 +87,9 @@ describe.each(DATABASES)('flush housekeeping on %s', (databaseName) => {
       if (calls.length <= 4) throw new Error(`database unreachable (${calls.length})`);
       return realFlush();
     });
-    const logged = vi.spyOn((counter.app.get(CounterFlushScheduler) as unknown as { logger: { error: () => void } }).logger, 'error').mockImplementation(() => undefined);
     const scheduler = counter.app.get(CounterFlushScheduler);
+    const { logger } = scheduler as unknown as { logger: { error: (message: string) => void } };
+    const logged = vi.spyOn(logger, 'error').mockImplementation(() => undefined);
     const timer = setInterval(() => scheduler.tick(), 20);
     try {
       await expect.poll(async () => (await articleCounts(counter.dataSource, [id])).get(id)?.likes, { timeout: 10_000, interval: 50 }).toBe(3);

@@ -237,14 +237,14 @@ export class CounterStore {
 
   private async call<T>(operation: () => Promise<T>): Promise<T> {
     if (DOWN_STATES.has(this.client.status)) {
-      throw new CounterStoreUnavailableError(MESSAGES.storeUnavailable(`connection is ${this.client.status}`));
+      throw new CounterStoreUnavailableError(MESSAGES.storeUnavailable(`connection is ${this.client.status}`, false));
     }
     try {
       return await operation();
     } catch (error) {
       // A ReplyError is Redis refusing a command: a bug to surface, not an outage.
       if (error instanceof Error && error.name !== 'ReplyError') {
-        throw new CounterStoreUnavailableError(MESSAGES.storeUnavailable(error.message), { cause: error });
+        throw new CounterStoreUnavailableError(MESSAGES.storeUnavailable(error.message, true), { cause: error });
       }
       throw error;
     }
