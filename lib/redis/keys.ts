@@ -4,6 +4,9 @@
  * live in one cluster slot.
  */
 export class CounterKeys {
+  /** One ShardKeys per entity and shard, built once: the increment path reuses them. */
+  private readonly cache = new Map<string, ShardKeys>();
+
   constructor(
     private readonly prefix: string,
     readonly shards: number,
@@ -29,7 +32,13 @@ export class CounterKeys {
   }
 
   shard(entityKey: string, shard: number): ShardKeys {
-    return new ShardKeys(`${this.prefix}:{${encodeURIComponent(entityKey)}:${shard}}`);
+    const tag = `${this.prefix}:{${encodeURIComponent(entityKey)}:${shard}}`;
+    let keys = this.cache.get(tag);
+    if (!keys) {
+      keys = new ShardKeys(tag);
+      this.cache.set(tag, keys);
+    }
+    return keys;
   }
 }
 
