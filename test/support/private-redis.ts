@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,8 +9,9 @@ import { Redis } from 'ioredis';
 export class PrivateRedis {
   private constructor(
     readonly port: number,
-    private readonly process: ChildProcess,
+    private process: ChildProcess,
     private readonly directory: string,
+    private readonly args: string[],
   ) {}
 
   get url(): string {
@@ -20,19 +21,35 @@ export class PrivateRedis {
   static async start(extraArgs: string[] = []): Promise<PrivateRedis> {
     const port = await freePort();
     const directory = mkdtempSync(join(tmpdir(), 'nestjs-counter-redis-'));
-    const child = spawn(
-      'redis-server',
-      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', directory, ...extraArgs],
-      { stdio: 'ignore' },
-    );
-    const server = new PrivateRedis(port, child, directory);
+    const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', directory, ...extraArgs];
+    const server = new PrivateRedis(port, spawn('redis-server', args, { stdio: 'ignore' }), directory, args);
+    await server.ready();
+    return server;
+  }
+
+  /**
+   * Starts a new, empty redis-server on the same port (killing the running one first, if any): clients
+   * that reconnect to `url` find a Redis again, without its data. Works after `stop()` too.
+   */
+  async restart(): Promise<void> {
+    if (this.process.exitCode === null && this.process.signalCode === null) {
+      const exited = new Promise((resolve) => this.process.once('exit', resolve));
+      this.process.kill('SIGKILL');
+      await exited;
+    }
+    mkdirSync(this.directory, { recursive: true });
+    this.process = spawn('redis-server', this.args, { stdio: 'ignore' });
+    await this.ready();
+  }
+
+  private async ready(): Promise<void> {
     const deadline = Date.now() + 10_000;
     for (;;) {
-      const probe = new Redis(server.url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+      const probe = new Redis(this.url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
       try {
         await probe.connect();
         await probe.ping();
-        return server;
+        return;
       } catch (error) {
         if (Date.now() > deadline) throw error;
         await new Promise((resolve) => setTimeout(resolve, 50));
