@@ -124,9 +124,11 @@ export class CounterStore {
       ),
     );
     return replies.map((reply, i) => {
-      const [generation, ...flat] = reply as [string, ...(number | null)[]];
+      const [generation, ...flat] = reply as [string, ...(string | null)[]];
       const width = requests[i].counters.length;
-      const values = requests[i].encodedIds.map((_, row) => flat.slice(row * width, (row + 1) * width));
+      const values = requests[i].encodedIds.map((_, row) =>
+        flat.slice(row * width, (row + 1) * width).map((value) => (value === null ? null : Number(value))),
+      );
       return { generation: String(generation), values };
     });
   }
@@ -146,11 +148,11 @@ export class CounterStore {
     );
     return replies.map((reply, i) => {
       if (reply === null) return null;
-      const flat = reply as (number | null)[];
+      const flat = reply as (string | null)[];
       const width = requests[i].counters.length;
       return requests[i].encodedIds.map((_, row) => {
         const values = flat.slice(row * width, (row + 1) * width);
-        return values.some((value) => value === null) ? null : (values as number[]);
+        return values.some((value) => value === null) ? null : values.map(Number);
       });
     });
   }

@@ -7,6 +7,8 @@
  * the caller seeds it and calls again); {2, currentValue} when the new value would leave [min, max]
  * (nothing written).
  *
+ * Values are returned as decimal strings: ioredis decodes integer replies near ±2^53 inexactly.
+ *
  * Invariant: live value = b + p + f, and every row with a `p:` field is in the dirty set and has no TTL,
  * so a pending delta can neither expire nor be missed by the next claim.
  */
@@ -20,12 +22,12 @@ local current = tonumber(values[1]) + (tonumber(values[2]) or 0) + (tonumber(val
 local delta = tonumber(ARGV[3])
 local nextValue = current + delta
 if nextValue < tonumber(ARGV[4]) or nextValue > tonumber(ARGV[5]) then
-  return {2, current}
+  return {2, string.format('%.0f', current)}
 end
 if delta ~= 0 then
   redis.call('HINCRBY', KEYS[1], 'p:' .. counter, ARGV[3])
   redis.call('SADD', KEYS[2], ARGV[1])
   redis.call('PERSIST', KEYS[1])
 end
-return {1, nextValue}
+return {1, string.format('%.0f', nextValue)}
 `;

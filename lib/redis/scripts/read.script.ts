@@ -4,7 +4,7 @@
  * KEYS[1] the shard's generation, KEYS[2..n+1] row hashes of that shard (all one slot).
  * ARGV counter names (k of them).
  * Returns {generation, v(1,1) … v(1,k), …, v(n,k)} where v = b + p + f, or nil when the counter has
- * no base yet. The generation lets a later seed detect a flush acknowledged in between.
+ * no base yet, as decimal strings (exact near ±2^53, unlike integer replies in ioredis). The generation lets a later seed detect a flush acknowledged in between.
  */
 export const READ_LUA = `
 local fields = {}
@@ -19,7 +19,8 @@ for i = 2, #KEYS do
   for j = 1, #ARGV do
     local base = values[3 * j - 2]
     if base then
-      out[#out + 1] = tonumber(base) + (tonumber(values[3 * j - 1]) or 0) + (tonumber(values[3 * j]) or 0)
+      local live = tonumber(base) + (tonumber(values[3 * j - 1]) or 0) + (tonumber(values[3 * j]) or 0)
+      out[#out + 1] = string.format('%.0f', live)
     else
       out[#out + 1] = false
     end

@@ -35,7 +35,8 @@ for i = 2, #KEYS do
     if seedable then
       redis.call('HSETNX', row, 'b:' .. counter, ARGV[offset + j])
       local values = redis.call('HMGET', row, 'b:' .. counter, 'p:' .. counter, 'f:' .. counter)
-      out[#out + 1] = tonumber(values[1]) + (tonumber(values[2]) or 0) + (tonumber(values[3]) or 0)
+      local live = tonumber(values[1]) + (tonumber(values[2]) or 0) + (tonumber(values[3]) or 0)
+      out[#out + 1] = string.format('%.0f', live)
     else
       out[#out + 1] = false
     end

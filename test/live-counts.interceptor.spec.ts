@@ -1,0 +1,348 @@
+import { Redis } from 'ioredis';
+import request from 'supertest';
+import type { App } from 'supertest/types.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CounterKeys } from '../lib/redis/keys.js';
+import { startCounterApp, type CounterApp } from './support/counter-app.js';
+import { createTestDatabase, DATABASES, type TestDatabase } from './support/databases.js';
+import { Article, Remark } from './support/entities.js';
+import { LIVE_COUNTS_CONTROLLERS } from './support/live-counts.controller.js';
+import { deleteKeys, REDIS_URL, testRedis, uniquePrefix } from './support/redis.js';
+import { RedisTraffic, RoundTrips } from './support/redis-traffic.js';
+
+const SHARDS = 4;
+
+interface ArticleBody {
+  id: number;
+  title: string;
+  likeCount: number;
+  viewCount: number | string;
+  remarks?: RemarkBody[];
+}
+
+interface RemarkBody {
+  id: string;
+  replyCount: number;
+  article?: ArticleBody;
+}
+
+/** The shard number in a key's hash tag: `<prefix>:{<table>:<shard>}:…`. */
+const shardOfKey = (key: string) => Number(/\{[^}]*:(\d+)\}/.exec(key)?.[1]);
+
+// The CounterInterceptor, end to end over HTTP: live values in every response shape, one Redis round
+// trip per request, and database values when Redis is down (G2, G7).
+describe.each(DATABASES)('live counts interceptor on %s', (databaseName) => {
+  const prefix = uniquePrefix('live-http');
+  const redis = testRedis();
+  /** The client the module uses: ours, so its traffic can be counted. */
+  const client = new Redis(REDIS_URL, { protocol: 2 });
+  let database: TestDatabase;
+  let counter: CounterApp;
+  let http: App;
+  let traffic: RedisTraffic;
+  let roundTrips: RoundTrips;
+  const others: CounterApp[] = [];
+  const otherClients: Redis[] = [];
+  const otherPrefixes: string[] = [];
+
+  beforeAll(async () => {
+    database = await createTestDatabase(databaseName);
+    counter = await startCounterApp({
+      database: database.options,
+      keyPrefix: prefix,
+      redis: client,
+      counter: { shards: SHARDS },
+      controllers: LIVE_COUNTS_CONTROLLERS,
+    });
+    http = counter.app.getHttpServer() as App;
+    traffic = await RedisTraffic.start(redis, prefix);
+    roundTrips = new RoundTrips(client, prefix);
+  });
+
+  afterAll(async () => {
+    roundTrips?.stop();
+    traffic?.stop();
+    for (const other of others) await other.close();
+    await counter?.close();
+    await database?.drop();
+    for (const keyPrefix of [prefix, ...otherPrefixes]) await deleteKeys(redis, keyPrefix);
+    for (const other of otherClients) other.disconnect();
+    client.disconnect();
+    redis.disconnect();
+  });
+
+  const articles = () => counter.dataSource.getRepository(Article);
+  const remarks = () => counter.dataSource.getRepository(Remark);
+  const insertArticle = (likeCount: number, viewCount: number, title = 'a') =>
+    articles().save(articles().create({ title, likeCount, viewCount }));
+  const articleTable = () => counter.dataSource.getMetadata(Article).tablePath;
+  const rowKey = (table: string, id: string | number, keyPrefix = prefix) => {
+    const keys = new CounterKeys(keyPrefix, SHARDS);
+    const encoded = encodeURIComponent(String(id));
+    return keys.shard(table, keys.shardOf(encoded)).row(encoded);
+  };
+  const storedArticle = async (id: number) => {
+    const row = await articles().findOneByOrFail({ id });
+    return { likeCount: row.likeCount, viewCount: Number(row.viewCount) };
+  };
+  const get = (path: string) => request(http).get(path).expect('Content-Type', /json/).expect(200);
+  const live = (body: ArticleBody) => ({ id: body.id, likeCount: body.likeCount, viewCount: body.viewCount });
+
+  it('overlays live values on a single entity, without flushing them', async () => {
+    const article = await insertArticle(10, 100);
+    expect(await counter.counters.increment(Article, article.id, 'like_count', 5)).toBe(15);
+    expect(await counter.counters.increment(Article, article.id, 'view_count', 7)).toBe(107);
+
+    const { body } = await get(`/live/articles/${article.id}`);
+    expect(body).toEqual({ id: article.id, title: 'a', likeCount: 15, viewCount: 107 });
+    expect(await storedArticle(article.id)).toEqual({ likeCount: 10, viewCount: 100 });
+  });
+
+  it('seeds a row Redis has never seen from the database on the miss', async () => {
+    const article = await insertArticle(7, 70);
+    const key = rowKey(articleTable(), article.id);
+    expect(await redis.exists(key)).toBe(0);
+
+    const first = await get(`/live/articles/${article.id}`);
+    expect(first.body).toEqual({ id: article.id, title: 'a', likeCount: 7, viewCount: 70 });
+    expect(await redis.hgetall(key)).toEqual({ 'b:like_count': '7', 'b:view_count': '70' });
+
+    expect(await counter.counters.increment(Article, article.id, 'like_count')).toBe(8);
+    const second = await get(`/live/articles/${article.id}`);
+    expect(second.body).toEqual({ id: article.id, title: 'a', likeCount: 8, viewCount: 70 });
+  });
+
+  it('overlays every entity of an array, seen and unseen', async () => {
+    const seen = await insertArticle(1, 10);
+    const unseen = await insertArticle(2, 20);
+    const decremented = await insertArticle(3, 30);
+    expect(await counter.counters.increment(Article, seen.id, 'view_count', 5)).toBe(15);
+    expect(await counter.counters.decrement(Article, decremented.id, 'like_count', 3)).toBe(0);
+
+    const { body } = await get(`/live/articles?ids=${seen.id},${unseen.id},${decremented.id}`);
+    expect((body as ArticleBody[]).map(live)).toEqual([
+      { id: seen.id, likeCount: 1, viewCount: 15 },
+      { id: unseen.id, likeCount: 2, viewCount: 20 },
+      { id: decremented.id, likeCount: 0, viewCount: 30 },
+    ]);
+  });
+
+  it('overlays the items of a pagination wrapper and leaves the wrapper alone', async () => {
+    const created: Article[] = [];
+    for (let i = 0; i < 5; i++) created.push(await insertArticle(i, 1_000 + i, 'paged'));
+    await counter.counters.increment(Article, created[1].id, 'like_count', 10);
+    await counter.counters.increment(Article, created[3].id, 'like_count', 20);
+    await counter.counters.increment(Article, created[4].id, 'view_count', 30);
+
+    const { body } = await get('/live/page?title=paged&page=2&size=2');
+    expect(body).toEqual({
+      items: [
+        { id: created[2].id, title: 'paged', likeCount: 2, viewCount: 1_002 },
+        { id: created[3].id, title: 'paged', likeCount: 23, viewCount: 1_003 },
+      ],
+      total: 5,
+      page: 2,
+    });
+    const last = await get('/live/page?title=paged&page=3&size=2');
+    expect(last.body).toEqual({
+      items: [{ id: created[4].id, title: 'paged', likeCount: 4, viewCount: 1_034 }],
+      total: 5,
+      page: 3,
+    });
+  });
+
+  it('overlays counted entities inside a loaded relation, and the relation of a counted entity', async () => {
+    const article = await insertArticle(5, 50);
+    const ids = [`r-${prefix}-1`, `r-${prefix}-2:{x}`, `r-${prefix}-3`];
+    await remarks().save(ids.map((id, i) => remarks().create({ id, replyCount: 10 * (i + 1), article })));
+    expect(await counter.counters.increment(Remark, ids[0], 'reply_count', 4)).toBe(14);
+    expect(await counter.counters.decrement(Remark, ids[1], 'reply_count', 5)).toBe(15);
+    expect(await counter.counters.increment(Article, article.id, 'like_count', 2)).toBe(7);
+
+    const { body } = await get(`/live/articles/${article.id}/remarks`);
+    expect(live(body as ArticleBody)).toEqual({ id: article.id, likeCount: 7, viewCount: 50 });
+    expect(((body as ArticleBody).remarks ?? []).map(({ id, replyCount }) => ({ id, replyCount }))).toEqual([
+      { id: ids[0], replyCount: 14 },
+      { id: ids[1], replyCount: 15 },
+      { id: ids[2], replyCount: 30 },
+    ]);
+
+    const remark = await get(`/live/remarks/${encodeURIComponent(ids[1])}`);
+    expect((remark.body as RemarkBody).replyCount).toBe(15);
+    expect(live((remark.body as RemarkBody).article!)).toEqual({ id: article.id, likeCount: 7, viewCount: 50 });
+  });
+
+  it('overlays entities nested in plain objects and arrays', async () => {
+    const featured = await insertArticle(100, 1_000);
+    const other = await insertArticle(200, 2_000);
+    await counter.counters.increment(Article, featured.id, 'like_count', 11);
+    await counter.counters.increment(Article, other.id, 'view_count', 22);
+
+    const { body } = await get(`/live/nested?ids=${featured.id},${other.id}`);
+    expect(body).toEqual({
+      data: { featured: { id: featured.id, title: 'a', likeCount: 111, viewCount: 1_000 }, meta: { source: 'db' } },
+      sections: [
+        {
+          title: 'others',
+          entries: [{ rank: other.id, article: { id: other.id, title: 'a', likeCount: 200, viewCount: 2_022 } }],
+        },
+      ],
+    });
+  });
+
+  it('answers null, empty and non-entity results unchanged, without touching Redis', async () => {
+    const article = await insertArticle(3, 4);
+    await counter.counters.increment(Article, article.id, 'like_count', 6);
+    await traffic.reset(redis);
+    roundTrips.reset();
+
+    const none = await request(http).get('/live/null').expect(200);
+    expect(none.text).toBe('');
+    const empty = await get('/live/empty');
+    expect(empty.body).toEqual([]);
+    const plain = await get(`/live/plain/${article.id}`);
+    expect(plain.body).toEqual({ id: article.id, title: 'not an entity', likeCount: -1, viewCount: -2, tags: ['a', 'b'], at: 42 });
+
+    expect(await traffic.seen(redis)).toEqual([]);
+    expect(roundTrips.pipelines).toEqual([]);
+    expect(roundTrips.single).toEqual([]);
+  });
+
+  it('works as @UseInterceptors(CounterInterceptor) on a controller', async () => {
+    const first = await insertArticle(9, 90);
+    const second = await insertArticle(8, 80);
+    await counter.counters.increment(Article, first.id, 'like_count', 91);
+    await counter.counters.decrement(Article, second.id, 'view_count', 81);
+
+    const one = await get(`/intercepted/articles/${first.id}`);
+    expect(one.body).toEqual({ id: first.id, title: 'a', likeCount: 100, viewCount: 90 });
+    const many = await get(`/intercepted/articles?ids=${first.id},${second.id}`);
+    expect((many.body as ArticleBody[]).map(live)).toEqual([
+      { id: first.id, likeCount: 100, viewCount: 90 },
+      { id: second.id, likeCount: 8, viewCount: -1 },
+    ]);
+  });
+
+  it('reads a page of 100 seeded articles with one script call per shard, in one pipeline', async () => {
+    const page = await articles().save(
+      Array.from({ length: 100 }, (_, i) => articles().create({ title: 'bulk', likeCount: i, viewCount: 2 * i })),
+    );
+    page.sort((a, b) => a.id - b.id);
+    // Seed every row, then change a few of them.
+    await get('/live/page?title=bulk&page=1&size=100');
+    for (const [index, by] of [[0, 3], [41, 5], [99, 7]] as const) {
+      await counter.counters.increment(Article, page[index].id, 'like_count', by);
+    }
+    const keys = new CounterKeys(prefix, SHARDS);
+    const expectedShards = [...new Set(page.map((article) => keys.shardOf(encodeURIComponent(String(article.id)))))].sort();
+    const tag = (shard: number) => keys.shard(articleTable(), shard).tag;
+
+    await traffic.reset(redis);
+    roundTrips.reset();
+    const { body } = await get('/live/page?title=bulk&page=1&size=100');
+    const commands = await traffic.seen(redis);
+
+    expect(body.total).toBe(100);
+    expect(body.page).toBe(1);
+    expect((body.items as ArticleBody[]).map(live)).toEqual(
+      page.map((article, i) => ({
+        id: article.id,
+        likeCount: i + (i === 0 ? 3 : i === 41 ? 5 : i === 99 ? 7 : 0),
+        viewCount: 2 * i,
+      })),
+    );
+    // One script command per shard touched, each naming keys of that shard only.
+    expect(commands).toHaveLength(expectedShards.length);
+    for (const command of commands) expect(['evalsha', 'eval']).toContain(command[0].toLowerCase());
+    const shardsPerCommand = commands.map((command) => [
+      ...new Set(command.filter((arg) => arg.startsWith(`${prefix}:`)).map(shardOfKey)),
+    ]);
+    expect(shardsPerCommand.every((shards) => shards.length === 1)).toBe(true);
+    expect(shardsPerCommand.map(([shard]) => shard).sort()).toEqual(expectedShards);
+    for (const command of commands) {
+      const keysOfCommand = command.filter((arg) => arg.startsWith(`${prefix}:`));
+      expect(keysOfCommand.every((key) => key.startsWith(tag(shardOfKey(key))))).toBe(true);
+    }
+    // And they all went out in one pipeline: one round trip.
+    expect(roundTrips.single).toEqual([]);
+    expect(roundTrips.pipelines).toHaveLength(1);
+    expect(roundTrips.pipelines[0]).toHaveLength(expectedShards.length);
+  });
+
+  it('answers with the database values when Redis is unreachable', async () => {
+    const article = await insertArticle(10, 100, 'down');
+    const remark = await remarks().save(remarks().create({ id: `down-${prefix}`, replyCount: 3, article }));
+    expect(await counter.counters.increment(Article, article.id, 'like_count', 2)).toBe(12);
+    expect(await counter.counters.increment(Remark, remark.id, 'reply_count', 2)).toBe(5);
+
+    const dead = new Redis('redis://127.0.0.1:6399', {
+      lazyConnect: true,
+      maxRetriesPerRequest: 0,
+      enableOfflineQueue: false,
+      retryStrategy: () => null,
+    });
+    dead.on('error', () => undefined);
+    otherClients.push(dead);
+    const deadPrefix = uniquePrefix('live-http-dead');
+    otherPrefixes.push(deadPrefix);
+    const down = await startCounterApp({
+      database: database.options,
+      keyPrefix: deadPrefix,
+      redis: dead,
+      synchronize: false,
+      counter: { shards: SHARDS, flushOnShutdown: false },
+      controllers: LIVE_COUNTS_CONTROLLERS,
+    });
+    others.push(down);
+    const downHttp = down.app.getHttpServer() as App;
+
+    const started = Date.now();
+    const one = await request(downHttp).get(`/live/articles/${article.id}`).expect(200);
+    expect(live(one.body as ArticleBody)).toEqual({ id: article.id, likeCount: 10, viewCount: expect.anything() });
+    expect(Number((one.body as ArticleBody).viewCount)).toBe(100);
+    const page = await request(downHttp).get('/live/page?title=down&page=1&size=10').expect(200);
+    expect((page.body.items as ArticleBody[]).map((item) => [item.id, item.likeCount, Number(item.viewCount)])).toEqual([
+      [article.id, 10, 100],
+    ]);
+    expect(page.body.total).toBe(1);
+    const withRemarks = await request(downHttp).get(`/live/articles/${article.id}/remarks`).expect(200);
+    expect((withRemarks.body as ArticleBody).likeCount).toBe(10);
+    expect((withRemarks.body as ArticleBody).remarks!.map(({ id, replyCount }) => [id, replyCount])).toEqual([
+      [remark.id, 3],
+    ]);
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(await redis.exists(rowKey(articleTable(), article.id, deadPrefix))).toBe(0);
+  });
+
+  it('falls back to the database values once its Redis client is disconnected mid-test', async () => {
+    const article = await insertArticle(20, 200, 'cut');
+    const own = new Redis(REDIS_URL, { protocol: 2 });
+    otherClients.push(own);
+    const ownPrefix = uniquePrefix('live-http-cut');
+    otherPrefixes.push(ownPrefix);
+    const app = await startCounterApp({
+      database: database.options,
+      keyPrefix: ownPrefix,
+      redis: own,
+      synchronize: false,
+      counter: { shards: SHARDS, flushOnShutdown: false },
+      controllers: LIVE_COUNTS_CONTROLLERS,
+    });
+    others.push(app);
+    const appHttp = app.app.getHttpServer() as App;
+
+    expect(await app.counters.increment(Article, article.id, 'like_count', 5)).toBe(25);
+    const before = await request(appHttp).get(`/live/articles/${article.id}`).expect(200);
+    expect(before.body).toEqual({ id: article.id, title: 'cut', likeCount: 25, viewCount: 200 });
+
+    own.disconnect();
+    const started = Date.now();
+    const after = await request(appHttp).get(`/live/articles/${article.id}`).expect(200);
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect((after.body as ArticleBody).likeCount).toBe(20);
+    expect(Number((after.body as ArticleBody).viewCount)).toBe(200);
+    // The change stays pending in Redis for a later flush; the database was not written behind its back.
+    expect(await redis.hget(rowKey(articleTable(), article.id, ownPrefix), 'p:like_count')).toBe('5');
+    expect(await storedArticle(article.id)).toEqual({ likeCount: 20, viewCount: 200 });
+  });
+});
