@@ -1,3 +1,4 @@
+import { Logger } from '@nestjs/common';
 import { Cluster, Redis } from 'ioredis';
 import type { CounterRedisConnection } from '../interfaces/counter-module-options.interface.js';
 
@@ -21,6 +22,7 @@ export class CounterRedisHandle {
       typeof connection === 'string'
         ? new Redis(connection, failFast)
         : new Redis({ ...failFast, ...connection });
+    reportOutages(client);
     return new CounterRedisHandle(client, true);
   }
 
@@ -43,4 +45,23 @@ export function isRedisClient(value: unknown): value is RedisClient {
 
 export function isCluster(client: RedisClient): client is Cluster {
   return client instanceof Cluster || (client as { isCluster?: boolean }).isCluster === true;
+}
+
+/**
+ * Logs a lost connection once per outage (ioredis emits an error on every reconnect attempt, and prints
+ * it itself when nobody listens), and its recovery.
+ */
+function reportOutages(client: Redis): void {
+  const logger = new Logger('CounterRedis');
+  let down = false;
+  client.on('error', (error: Error) => {
+    if (down) return;
+    down = true;
+    logger.warn(`Redis connection lost (${error.message}); counters fall back to the database until it returns.`);
+  });
+  client.on('ready', () => {
+    if (!down) return;
+    down = false;
+    logger.log('Redis connection restored.');
+  });
 }

@@ -1,0 +1,29 @@
+import { Module } from '@nestjs/common';
+import { ConfigModule, ConfigService } from '@nestjs/config';
+import { APP_FILTER } from '@nestjs/core';
+import { ScheduleModule } from '@nestjs/schedule';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { CounterModule } from 'nestjs-counter';
+import { CommentsModule } from './comments/comments.module.js';
+import { CounterErrorsFilter } from './common/counter-errors.filter.js';
+import { counterOptions } from './config/counter-options.factory.js';
+import { databaseOptions } from './config/database-options.factory.js';
+import { DemoModule } from './demo/demo.module.js';
+import { ProblemsModule } from './problems/problems.module.js';
+import { SolutionsModule } from './solutions/solutions.module.js';
+
+@Module({
+  imports: [
+    // Configuration comes from the environment only: DATABASE_URL, REDIS_URL, PORT, COUNTER_KEY_PREFIX.
+    ConfigModule.forRoot({ isGlobal: true, ignoreEnvFile: true }),
+    TypeOrmModule.forRootAsync({ inject: [ConfigService], useFactory: databaseOptions }),
+    ScheduleModule.forRoot(), // runs the counter module's flush every second
+    CounterModule.forRootAsync({ inject: [ConfigService], useFactory: counterOptions }),
+    ProblemsModule,
+    SolutionsModule,
+    CommentsModule,
+    DemoModule,
+  ],
+  providers: [{ provide: APP_FILTER, useClass: CounterErrorsFilter }],
+})
+export class AppModule {}

@@ -1,0 +1,31 @@
+import { Column, Entity, JoinColumn, ManyToOne, PrimaryGeneratedColumn, type Relation } from 'typeorm';
+import { Counted } from 'nestjs-counter';
+import { Solution } from '../solutions/solution.entity.js';
+
+@Entity('comments')
+export class Comment {
+  @PrimaryGeneratedColumn()
+  id!: number;
+
+  @Column({ name: 'solution_id', type: 'int' })
+  solutionId!: number;
+
+  @ManyToOne(() => Solution, (solution) => solution.comments, { onDelete: 'CASCADE' })
+  @JoinColumn({ name: 'solution_id' })
+  solution?: Relation<Solution>;
+
+  /** The comment this one replies to (same solution), or null for a top-level comment. */
+  @Column({ name: 'parent_id', type: 'int', nullable: true })
+  parentId!: number | null;
+
+  @Column({ type: 'text' })
+  content!: string;
+
+  @Counted('like_count', { min: 0 })
+  @Column({ name: 'like_count', type: 'int', default: 0 })
+  likeCount!: number;
+
+  @Counted('reply_count', { min: 0 })
+  @Column({ name: 'reply_count', type: 'int', default: 0 })
+  replyCount!: number;
+}

@@ -1,0 +1,15 @@
+import { Module } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { Solution } from '../solutions/solution.entity.js';
+import { CommentLikesController } from './comment-likes.controller.js';
+import { Comment } from './comment.entity.js';
+import { CommentsController } from './comments.controller.js';
+import { CommentsService } from './comments.service.js';
+import { SolutionCommentsController } from './solution-comments.controller.js';
+
+@Module({
+  imports: [TypeOrmModule.forFeature([Comment, Solution])],
+  controllers: [CommentsController, SolutionCommentsController, CommentLikesController],
+  providers: [CommentsService],
+})
+export class CommentsModule {}

@@ -1,0 +1,52 @@
+import { Injectable, NotFoundException } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import { CounterService } from 'nestjs-counter';
+import type { Repository } from 'typeorm';
+import { toPage, type Page, type PageRequest } from '../common/page.interface.js';
+import { Solution } from '../solutions/solution.entity.js';
+import { Comment } from './comment.entity.js';
+
+/** Lists and creates comments; every counter change goes through CounterService. */
+@Injectable()
+export class CommentsService {
+  constructor(
+    @InjectRepository(Comment) private readonly comments: Repository<Comment>,
+    @InjectRepository(Solution) private readonly solutions: Repository<Solution>,
+    private readonly counters: CounterService,
+  ) {}
+
+  async list(request: PageRequest, solutionId?: number): Promise<Page<Comment>> {
+    const found = await this.comments.findAndCount({
+      where: solutionId === undefined ? {} : { solutionId },
+      order: { id: 'ASC' },
+      skip: (request.page - 1) * request.size,
+      take: request.size,
+    });
+    return toPage(found, request);
+  }
+
+  /**
+   * Creates a comment (a reply when `parentId` names a comment of the same solution) and counts it on
+   * the solution and the parent. If counting fails, the counts made are undone and the row removed.
+   */
+  async create(solutionId: number, content: string, parentId?: number): Promise<Comment> {
+    if (!(await this.solutions.existsBy({ id: solutionId }))) {
+      throw new NotFoundException(`Solution ${solutionId} does not exist.`);
+    }
+    if (parentId !== undefined && !(await this.comments.existsBy({ id: parentId, solutionId }))) {
+      throw new NotFoundException(`Comment ${parentId} does not exist on solution ${solutionId}.`);
+    }
+    const comment = await this.comments.save(this.comments.create({ solutionId, parentId: parentId ?? null, content }));
+    let counted = false;
+    try {
+      await this.counters.increment(Solution, solutionId, 'comment_count');
+      counted = true;
+      if (parentId !== undefined) await this.counters.increment(Comment, parentId, 'reply_count');
+    } catch (error) {
+      if (counted) await this.counters.decrement(Solution, solutionId, 'comment_count').catch(() => undefined);
+      await this.comments.delete(comment.id);
+      throw error;
+    }
+    return comment;
+  }
+}

@@ -1,0 +1,17 @@
+import { Body, Controller, Param, ParseIntPipe, Post } from '@nestjs/common';
+import { LiveCounts } from 'nestjs-counter';
+import { optionalIdField, stringField } from '../common/body-field.validator.js';
+import { Comment } from './comment.entity.js';
+import { CommentsService } from './comments.service.js';
+
+@Controller('solutions/:id/comments')
+export class SolutionCommentsController {
+  constructor(private readonly comments: CommentsService) {}
+
+  /** POST /solutions/:id/comments `{ "content": "…", "parentId": 3 }` (parentId optional: a reply) */
+  @Post()
+  @LiveCounts()
+  create(@Param('id', ParseIntPipe) solutionId: number, @Body() body: Record<string, unknown>): Promise<Comment> {
+    return this.comments.create(solutionId, stringField(body, 'content', 5_000), optionalIdField(body, 'parentId'));
+  }
+}

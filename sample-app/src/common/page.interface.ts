@@ -1,0 +1,18 @@
+/** Which page a list endpoint was asked for (1-based). */
+export interface PageRequest {
+  page: number;
+  size: number;
+}
+
+/** What every list endpoint returns. */
+export interface Page<T> extends PageRequest {
+  items: T[];
+  total: number;
+}
+
+export const toPage = <T>([items, total]: [T[], number], { page, size }: PageRequest): Page<T> => ({
+  items,
+  total,
+  page,
+  size,
+});

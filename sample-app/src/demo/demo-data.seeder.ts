@@ -1,0 +1,70 @@
+import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
+import { DataSource, type EntityManager } from 'typeorm';
+import { Comment } from '../comments/comment.entity.js';
+import { Problem } from '../problems/problem.entity.js';
+import { Solution } from '../solutions/solution.entity.js';
+import { countComments, DEMO_PROBLEMS, type DemoComment } from './demo-data.fixtures.js';
+import { StaleCountersCleaner } from './stale-counters.cleaner.js';
+
+/**
+ * Writes the demo rows when the problems table is empty. Runs before the counter flush starts, and
+ * writes counter columns directly: allowed only because none of these rows is in Redis yet.
+ */
+@Injectable()
+export class DemoDataSeeder implements OnModuleInit {
+  private readonly logger = new Logger('DemoData');
+
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly staleCounters: StaleCountersCleaner,
+  ) {}
+
+  async onModuleInit(): Promise<void> {
+    if ((await this.dataSource.getRepository(Problem).count()) > 0) return;
+    await this.staleCounters.clear();
+    await this.dataSource.transaction((manager) => this.seed(manager));
+    this.logger.log(`Created ${DEMO_PROBLEMS.length} demo problems with their solutions and comments.`);
+  }
+
+  private async seed(manager: EntityManager): Promise<void> {
+    for (const demo of DEMO_PROBLEMS) {
+      const problem = await manager.save(
+        manager.create(Problem, {
+          title: demo.title,
+          statement: demo.statement,
+          submissionCount: demo.submissions,
+          passedCount: demo.passed,
+          solutionCount: demo.solutions.length,
+        }),
+      );
+      for (const solution of demo.solutions) {
+        const saved = await manager.save(
+          manager.create(Solution, {
+            problemId: problem.id,
+            title: solution.title,
+            content: solution.content,
+            viewCount: solution.views,
+            likeCount: solution.likes,
+            commentCount: countComments(solution.comments),
+          }),
+        );
+        await this.seedComments(manager, saved.id, null, solution.comments);
+      }
+    }
+  }
+
+  private async seedComments(manager: EntityManager, solutionId: number, parentId: number | null, comments: DemoComment[]) {
+    for (const comment of comments) {
+      const saved = await manager.save(
+        manager.create(Comment, {
+          solutionId,
+          parentId,
+          content: comment.content,
+          likeCount: comment.likes,
+          replyCount: comment.replies?.length ?? 0,
+        }),
+      );
+      await this.seedComments(manager, solutionId, saved.id, comment.replies ?? []);
+    }
+  }
+}

@@ -1,0 +1,15 @@
+import { Module } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { Problem } from '../problems/problem.entity.js';
+import { ProblemSolutionsController } from './problem-solutions.controller.js';
+import { SolutionLikesController } from './solution-likes.controller.js';
+import { Solution } from './solution.entity.js';
+import { SolutionsController } from './solutions.controller.js';
+import { SolutionsService } from './solutions.service.js';
+
+@Module({
+  imports: [TypeOrmModule.forFeature([Solution, Problem])],
+  controllers: [SolutionsController, ProblemSolutionsController, SolutionLikesController],
+  providers: [SolutionsService],
+})
+export class SolutionsModule {}

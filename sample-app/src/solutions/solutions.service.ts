@@ -1,0 +1,50 @@
+import { Injectable, NotFoundException } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import { CounterService } from 'nestjs-counter';
+import type { Repository } from 'typeorm';
+import { toPage, type Page, type PageRequest } from '../common/page.interface.js';
+import { Problem } from '../problems/problem.entity.js';
+import { Solution } from './solution.entity.js';
+
+/** Lists, views and creates solutions; every counter change goes through CounterService. */
+@Injectable()
+export class SolutionsService {
+  constructor(
+    @InjectRepository(Solution) private readonly solutions: Repository<Solution>,
+    @InjectRepository(Problem) private readonly problems: Repository<Problem>,
+    private readonly counters: CounterService,
+  ) {}
+
+  async list(request: PageRequest, problemId?: number): Promise<Page<Solution>> {
+    const found = await this.solutions.findAndCount({
+      where: problemId === undefined ? {} : { problemId },
+      order: { id: 'ASC' },
+      skip: (request.page - 1) * request.size,
+      take: request.size,
+    });
+    return toPage(found, request);
+  }
+
+  /** Counts a view (404 for a missing solution) and returns the solution. */
+  async view(id: number): Promise<Solution> {
+    await this.counters.increment(Solution, id, 'view_count');
+    const solution = await this.solutions.findOneBy({ id });
+    if (!solution) throw new NotFoundException(`Solution ${id} does not exist.`);
+    return solution;
+  }
+
+  /** Creates a solution and counts it on its problem; the row is removed again if counting fails. */
+  async create(problemId: number, title: string, content: string): Promise<Solution> {
+    if (!(await this.problems.existsBy({ id: problemId }))) {
+      throw new NotFoundException(`Problem ${problemId} does not exist.`);
+    }
+    const solution = await this.solutions.save(this.solutions.create({ problemId, title, content }));
+    try {
+      await this.counters.increment(Problem, problemId, 'solution_count');
+    } catch (error) {
+      await this.solutions.delete(solution.id);
+      throw error;
+    }
+    return solution;
+  }
+}
