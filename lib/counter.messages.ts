@@ -50,5 +50,10 @@ export const MESSAGES = {
     `Dropped pending counter changes of ${ids.length} ${table} row(s) that no longer exist in the database: ${ids.slice(0, 20).join(', ')}${ids.length > 20 ? ', …' : ''}.`,
   finalFlushFailed: () =>
     `The final counter flush before shutdown failed; the pending changes stay in Redis and the next instance flushes them.`,
+  redisConnectionLost: (reason: string) =>
+    `Redis connection lost (${reason}); counter reads fall back to the database and changes fail until it returns.`,
+  redisConnectionRestored: () => `Redis connection restored.`,
+  clientReplaysCommands: () =>
+    `The Redis client given to CounterModule may resend a command after a timeout or reconnect, so a change reported as failed could still be applied. Create it with { enableOfflineQueue: false, autoResendUnfulfilledCommands: false, socketTimeout } (see the README), or pass a URL and let the module create it.`,
   overlayFailed: () => `Could not read live counters from Redis; the response carries the database values.`,
 };

@@ -1,4 +1,4 @@
-import { Module, type OnApplicationShutdown } from '@nestjs/common';
+import { Module, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { COUNTER_OPTIONS } from './counter.constants.js';
 import { CounterEntityExplorer } from './counter-entity.explorer.js';
 import { CounterFlushScheduler } from './counter-flush.scheduler.js';
@@ -49,9 +49,13 @@ import { CounterDatabase } from './sql/counter.database.js';
   ],
   exports: [CounterService, CounterInterceptor],
 })
-export class CounterModule extends ConfigurableModuleClass implements OnApplicationShutdown {
+export class CounterModule extends ConfigurableModuleClass implements OnModuleInit, OnApplicationShutdown {
   constructor(private readonly redis: CounterRedisHandle) {
     super();
+  }
+
+  async onModuleInit(): Promise<void> {
+    await this.redis.waitUntilReady();
   }
 
   /** Closes the Redis client only if the module created it. */

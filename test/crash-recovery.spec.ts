@@ -5,7 +5,7 @@ import { CounterDatabase } from '../lib/sql/counter.database.js';
 import { startCounterApp, type CounterApp } from './support/counter-app.js';
 import { createTestDatabase, DATABASES, type TestDatabase } from './support/databases.js';
 import { Article } from './support/entities.js';
-import { deleteKeys, scanKeys, testRedis, uniquePrefix } from './support/redis.js';
+import { deleteKeys, keysEndingWith, testRedis, uniquePrefix } from './support/redis.js';
 import { articleCounts, insertArticles } from './support/rows.js';
 
 const LEASE_MS = 400;
@@ -60,7 +60,7 @@ describe.each(DATABASES)('crash recovery on %s', (databaseName) => {
     expect(ids.map((id) => counts.get(id))).toEqual(ids.map((id) => ({ likes: start.get(id)! + 10, views: 2 })));
     const live = await survivor.counters.getMany(Article, ids);
     expect(ids.map((id) => live.get(id))).toEqual(ids.map((id) => ({ like_count: start.get(id)! + 10, view_count: 2 })));
-    expect(await scanKeys(redis, `${prefix}:*:batch`)).toEqual([]);
+    expect(await keysEndingWith(redis, prefix, ':batch')).toEqual([]);
   }
 
   async function flushUntilDone(app: CounterApp) {
@@ -70,7 +70,7 @@ describe.each(DATABASES)('crash recovery on %s', (databaseName) => {
       const report = await app.counters.flush();
       expect(report.error).toBeUndefined();
       total = { batches: total.batches + report.batches, recoveredBatches: total.recoveredBatches + report.recoveredBatches };
-      if (report.busyShards === 0 && (await scanKeys(redis, `${prefix}:*:batch`)).length === 0) return total;
+      if (report.busyShards === 0 && (await keysEndingWith(redis, prefix, ':batch')).length === 0) return total;
       await new Promise((resolve) => setTimeout(resolve, LEASE_MS / 4));
     }
     throw new Error('the survivor never finished the crashed batches');
@@ -85,6 +85,7 @@ describe.each(DATABASES)('crash recovery on %s', (databaseName) => {
     const crashed = await crashing.counters.flush();
     expect(crashed.error).toBeInstanceOf(SimulatedCrash);
     expect(apply).toHaveBeenCalled();
+    expect((await keysEndingWith(redis, prefix, ':batch')).length).toBeGreaterThan(0);
     // Claimed but not written: the database still has the start values, the live values are intact.
     const unwritten = await articleCounts(survivor.dataSource, ids);
     expect(ids.map((id) => unwritten.get(id)!.likes)).toEqual(ids.map((id) => start.get(id)));
@@ -103,6 +104,7 @@ describe.each(DATABASES)('crash recovery on %s', (databaseName) => {
     const crashed = await crashing.counters.flush();
     expect(crashed.error).toBeInstanceOf(SimulatedCrash);
     expect(ack).toHaveBeenCalled();
+    expect((await keysEndingWith(redis, prefix, ':batch')).length).toBeGreaterThan(0);
     // Committed: the database has the values, and the live values do not count them twice.
     const committed = await articleCounts(survivor.dataSource, ids);
     const committedRows = ids.filter((id) => committed.get(id)!.likes === start.get(id)! + 10).length;

@@ -6,7 +6,7 @@ import { CounterKeys } from '../lib/redis/keys.js';
 import { startCounterApp, type CounterApp } from './support/counter-app.js';
 import { createTestDatabase, DATABASES, type TestDatabase } from './support/databases.js';
 import { Article, Remark } from './support/entities.js';
-import { deleteKeys, scanKeys, testRedis, uniquePrefix } from './support/redis.js';
+import { deleteKeys, keysEndingWith, testRedis, uniquePrefix } from './support/redis.js';
 import { articleCounts, insertArticles, insertRemarks, remarkCounts } from './support/rows.js';
 
 const RETENTION_MS = 60_000;
@@ -109,9 +109,9 @@ describe.each(DATABASES)('flush housekeeping on %s', (databaseName) => {
     await counter.counters.increment(Article, ids[0], 'like_count', 1);
     await counter.counters.increment(Article, ids[1], 'view_count', 1);
     expect((await counter.counters.flush()).error).toBeUndefined();
-    expect(await scanKeys(redis, `${prefix}:*:batch`)).toEqual([]);
-    expect(await scanKeys(redis, `${prefix}:*:lease`)).toEqual([]);
-    const dirty = await scanKeys(redis, `${prefix}:*:dirty`);
+    expect(await keysEndingWith(redis, prefix, ':batch')).toEqual([]);
+    expect(await keysEndingWith(redis, prefix, ':lease')).toEqual([]);
+    const dirty = await keysEndingWith(redis, prefix, ':dirty');
     expect(dirty).toEqual([]);
   });
 });

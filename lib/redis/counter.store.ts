@@ -27,8 +27,11 @@ type ScriptCommands<R> = { [name in ScriptName]: (...args: Arg[]) => R };
 type ScriptClient = RedisClient & ScriptCommands<Promise<unknown>>;
 interface ScriptPipeline extends ChainableCommander, ScriptCommands<ScriptPipeline> {}
 
-/** Connection states in which a command would wait for a reconnect instead of failing. */
-const DOWN_STATES = new Set(['reconnecting', 'close', 'end', 'disconnecting']);
+/**
+ * States in which a command can be sent now: connected, or a lazy client's first command (which
+ * connects it). In any other state it would be refused or queued, so it is refused before sending.
+ */
+const SENDABLE_STATES = new Set(['ready', 'wait']);
 
 export type IncrementOutcome =
   | { kind: 'applied'; value: number }
@@ -238,7 +241,7 @@ export class CounterStore {
   }
 
   private async call<T>(operation: () => Promise<T>): Promise<T> {
-    if (DOWN_STATES.has(this.client.status)) {
+    if (!SENDABLE_STATES.has(this.client.status)) {
       throw new CounterStoreUnavailableError(MESSAGES.storeUnavailable(`connection is ${this.client.status}`, false));
     }
     try {

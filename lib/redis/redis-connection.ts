@@ -1,11 +1,17 @@
 import { Logger } from '@nestjs/common';
-import { Cluster, Redis } from 'ioredis';
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import { MESSAGES } from '../counter.messages.js';
 import type { CounterRedisConnection } from '../interfaces/counter-module-options.interface.js';
 
 export type RedisClient = Redis | Cluster;
 
+/** Longest wait for Redis at bootstrap; past it the app starts degraded (reads from the database). */
+const BOOTSTRAP_WAIT_MS = 5_000;
+
 /** The Redis client the module works with, and whether the module made it (and so must close it). */
 export class CounterRedisHandle {
+  private readonly logger = new Logger('CounterRedis');
+
   constructor(
     readonly client: RedisClient,
     readonly owned: boolean,
@@ -13,22 +19,61 @@ export class CounterRedisHandle {
 
   static from(connection: CounterRedisConnection, commandTimeoutMs: number): CounterRedisHandle {
     if (isRedisClient(connection)) return new CounterRedisHandle(connection, false);
-    const failFast = {
+    // A counter change must either be applied and acknowledged, or fail and never be applied later:
+    // no offline queue, no resending of commands that were in flight when a connection broke, and a
+    // socket that stops answering is destroyed (then reconnected) instead of timing out forever.
+    const failFast: RedisOptions = {
       commandTimeout: commandTimeoutMs,
-      // One retry at most: a caller waiting on a dead Redis gets an error, not a hang.
-      maxRetriesPerRequest: 1,
+      socketTimeout: commandTimeoutMs,
+      maxRetriesPerRequest: 0,
+      enableOfflineQueue: false,
+      autoResendUnfulfilledCommands: false,
     };
     const client =
       typeof connection === 'string'
         ? new Redis(connection, failFast)
-        : new Redis({ ...failFast, ...connection });
-    reportOutages(client);
-    return new CounterRedisHandle(client, true);
+        : new Redis({ ...connection, ...failFast });
+    const handle = new CounterRedisHandle(client, true);
+    handle.reportOutages();
+    return handle;
+  }
+
+  /** Waits (bounded) for the first connection, so the first requests do not fail while it is made. */
+  async waitUntilReady(): Promise<void> {
+    if (!this.owned && replaysCommands(this.client)) this.logger.warn(MESSAGES.clientReplaysCommands());
+    if (this.client.status === 'ready' || this.client.status === 'wait') return;
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.client.off('ready', done).off('error', done);
+        resolve();
+      };
+      const timer = setTimeout(done, BOOTSTRAP_WAIT_MS);
+      this.client.once('ready', done).once('error', done);
+    });
   }
 
   async close(): Promise<void> {
     if (!this.owned || this.client.status === 'end') return;
     await this.client.quit().catch(() => this.client.disconnect());
+  }
+
+  /**
+   * Logs a lost connection once per outage (ioredis emits an error on every reconnect attempt, and
+   * prints it itself when nobody listens), and its recovery.
+   */
+  private reportOutages(): void {
+    let down = false;
+    this.client.on('error', (error: Error) => {
+      if (down) return;
+      down = true;
+      this.logger.warn(MESSAGES.redisConnectionLost(error.message));
+    });
+    this.client.on('ready', () => {
+      if (!down) return;
+      down = false;
+      this.logger.log(MESSAGES.redisConnectionRestored());
+    });
   }
 }
 
@@ -47,21 +92,8 @@ export function isCluster(client: RedisClient): client is Cluster {
   return client instanceof Cluster || (client as { isCluster?: boolean }).isCluster === true;
 }
 
-/**
- * Logs a lost connection once per outage (ioredis emits an error on every reconnect attempt, and prints
- * it itself when nobody listens), and its recovery.
- */
-function reportOutages(client: Redis): void {
-  const logger = new Logger('CounterRedis');
-  let down = false;
-  client.on('error', (error: Error) => {
-    if (down) return;
-    down = true;
-    logger.warn(`Redis connection lost (${error.message}); counters fall back to the database until it returns.`);
-  });
-  client.on('ready', () => {
-    if (!down) return;
-    down = false;
-    logger.log('Redis connection restored.');
-  });
+/** Whether a client may send a command after its caller was told it failed. */
+function replaysCommands(client: RedisClient): boolean {
+  const options: RedisOptions = isCluster(client) ? (client.options.redisOptions ?? {}) : client.options;
+  return options.autoResendUnfulfilledCommands !== false || options.enableOfflineQueue !== false;
 }

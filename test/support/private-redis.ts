@@ -46,6 +46,8 @@ export class PrivateRedis {
     const deadline = Date.now() + 10_000;
     for (;;) {
       const probe = new Redis(this.url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+      // Refused until the server listens: connect() rejects with it; no need for ioredis to print it too.
+      probe.on('error', () => undefined);
       try {
         await probe.connect();
         await probe.ping();
@@ -60,7 +62,7 @@ export class PrivateRedis {
   }
 
   async stop(): Promise<void> {
-    if (this.process.exitCode === null) {
+    if (this.process.exitCode === null && this.process.signalCode === null) {
       const exited = new Promise((resolve) => this.process.once('exit', resolve));
       this.process.kill('SIGKILL');
       await exited;

@@ -37,6 +37,11 @@ export async function scanKeys(redis: Redis, prefix: string): Promise<string[]> 
   return keys;
 }
 
+/** Keys under the prefix whose name ends with `suffix` (e.g. every shard's ':batch'). */
+export async function keysEndingWith(redis: Redis, prefix: string, suffix: string): Promise<string[]> {
+  return (await scanKeys(redis, prefix)).filter((key) => key.endsWith(suffix));
+}
+
 export async function deleteKeys(redis: Redis, prefix: string): Promise<void> {
   const keys = await scanKeys(redis, prefix);
   for (let i = 0; i < keys.length; i += 500) await redis.del(...keys.slice(i, i + 500));
