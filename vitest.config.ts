@@ -1,4 +1,3 @@
-import swc from 'unplugin-swc';
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
@@ -11,6 +10,7 @@ export default defineConfig({
     fileParallelism: true,
     maxWorkers: 2,
   },
-  // SWC emits the decorator metadata Nest's dependency injection reads.
-  plugins: [swc.vite({ module: { type: 'es6' } })],
+  // Nest's dependency injection reads the decorator metadata TypeScript would emit; Vite's oxc
+  // transformer emits it too (legacy decorators, as in tsconfig.json).
+  oxc: { decorator: { legacy: true, emitDecoratorMetadata: true } },
 });
