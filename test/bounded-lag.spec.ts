@@ -1,8 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startCounterApp, type CounterApp } from './support/counter-app.js';
-import { createTestDatabase, DATABASES, type TestDatabase } from './support/databases.js';
+import { describe, expect, it } from 'vitest';
+import { useCounterSuite } from './support/counter-suite.js';
+import { DATABASES } from './support/databases.js';
 import { Article } from './support/entities.js';
-import { deleteKeys, testRedis, uniquePrefix } from './support/redis.js';
 import { articleCounts, insertArticles } from './support/rows.js';
 
 const INTERVAL_MS = 100;
@@ -11,28 +10,10 @@ const LOAD_MS = 2_000;
 // G3: under steady load the database trails Redis by at most one flush interval plus one flush's
 // duration. The scheduled flush runs on its own timer; the test samples both sides.
 describe.each(DATABASES)('bounded lag on %s', (databaseName) => {
-  const redis = testRedis();
-  const prefix = uniquePrefix('lag');
-  let database: TestDatabase;
-  let counter: CounterApp;
-
-  beforeAll(async () => {
-    database = await createTestDatabase(databaseName);
-    counter = await startCounterApp({
-      database: database.options,
-      keyPrefix: prefix,
-      counter: { flushEnabled: true, flushIntervalMs: INTERVAL_MS },
-    });
-  });
-
-  afterAll(async () => {
-    await counter?.close();
-    await database?.drop();
-    await deleteKeys(redis, prefix);
-    redis.disconnect();
-  });
+  const suite = useCounterSuite(databaseName, 'lag', { flushEnabled: true, flushIntervalMs: INTERVAL_MS });
 
   it('keeps the database within one interval plus one flush of the live value', async () => {
+    const { counter } = suite;
     const [id] = await insertArticles(counter.dataSource, [0]);
     const live: Array<{ at: number; value: number }> = [{ at: Date.now(), value: 0 }];
     const stored: Array<{ at: number; value: number }> = [];

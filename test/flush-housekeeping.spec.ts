@@ -1,42 +1,28 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { CounterLedgerEntry, CounterRowNotFoundError } from '../lib/index.js';
 import { CounterFlusher } from '../lib/counter.flusher.js';
 import { CounterFlushScheduler } from '../lib/counter-flush.scheduler.js';
 import { CounterKeys } from '../lib/redis/keys.js';
-import { startCounterApp, type CounterApp } from './support/counter-app.js';
-import { createTestDatabase, DATABASES, type TestDatabase } from './support/databases.js';
+import { useCounterSuite } from './support/counter-suite.js';
+import { DATABASES } from './support/databases.js';
 import { Article, Remark } from './support/entities.js';
-import { deleteKeys, keysEndingWith, testRedis, uniquePrefix } from './support/redis.js';
+import { keysEndingWith } from './support/redis.js';
 import { articleCounts, insertArticles, insertRemarks, remarkCounts } from './support/rows.js';
 
 const RETENTION_MS = 60_000;
 
 // The flush's housekeeping: rows deleted under pending deltas, ledger pruning, retries with backoff.
 describe.each(DATABASES)('flush housekeeping on %s', (databaseName) => {
-  const redis = testRedis();
-  const prefix = uniquePrefix('house');
-  let database: TestDatabase;
-  let counter: CounterApp;
-
-  beforeAll(async () => {
-    database = await createTestDatabase(databaseName);
-    counter = await startCounterApp({
-      database: database.options,
-      keyPrefix: prefix,
-      counter: { ledgerRetentionMs: RETENTION_MS, flushIntervalMs: 20, flushMaxBackoffMs: 320 },
-    });
+  const suite = useCounterSuite(databaseName, 'house', {
+    ledgerRetentionMs: RETENTION_MS,
+    flushIntervalMs: 20,
+    flushMaxBackoffMs: 320,
   });
 
   afterEach(() => vi.restoreAllMocks());
 
-  afterAll(async () => {
-    await counter?.close();
-    await database?.drop();
-    await deleteKeys(redis, prefix);
-    redis.disconnect();
-  });
-
   it('drops the pending deltas of a row deleted from the database, and only those', async () => {
+    const { counter, redis, prefix } = suite;
     const ids = await insertArticles(counter.dataSource, [1, 2, 3]);
     const remarks = await insertRemarks(counter.dataSource, [4], prefix);
     for (const id of ids) await counter.counters.increment(Article, id, 'like_count', 10);
@@ -62,6 +48,7 @@ describe.each(DATABASES)('flush housekeeping on %s', (databaseName) => {
   });
 
   it('prunes ledger rows older than the retention and keeps the recent ones', async () => {
+    const { counter } = suite;
     const ledger = counter.dataSource.getRepository(CounterLedgerEntry);
     const now = Date.now();
     await ledger.insert([
@@ -77,6 +64,7 @@ describe.each(DATABASES)('flush housekeeping on %s', (databaseName) => {
   });
 
   it('keeps the scheduled flush alive through failures, backing off, and recovers', async () => {
+    const { counter } = suite;
     const [id] = await insertArticles(counter.dataSource, [0]);
     await counter.counters.increment(Article, id, 'like_count', 3);
     const flusher = counter.app.get(CounterFlusher);
@@ -105,6 +93,7 @@ describe.each(DATABASES)('flush housekeeping on %s', (databaseName) => {
   });
 
   it('leaves no batch, lease or pending field behind once everything is flushed', async () => {
+    const { counter, redis, prefix } = suite;
     const ids = await insertArticles(counter.dataSource, [0, 0]);
     await counter.counters.increment(Article, ids[0], 'like_count', 1);
     await counter.counters.increment(Article, ids[1], 'view_count', 1);
