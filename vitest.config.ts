@@ -3,6 +3,7 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.spec.ts'],
+    reporters: ['default', './test/summary-line.reporter.ts'],
     setupFiles: ['reflect-metadata'],
     testTimeout: 120_000,
     hookTimeout: 60_000,

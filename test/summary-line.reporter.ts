@@ -1,0 +1,21 @@
+import type { Reporter, TestModule } from 'vitest/node';
+
+/**
+ * Ends the run with one plain line, `tests: N passed, N failed, N skipped`, that tools reading a
+ * run's last lines understand whatever the test runner. Unhandled errors count as failures.
+ */
+export default class SummaryLineReporter implements Reporter {
+  onTestRunEnd(testModules: ReadonlyArray<TestModule>, unhandledErrors: ReadonlyArray<unknown>): void {
+    const counts = { passed: 0, failed: unhandledErrors.length, skipped: 0 };
+    for (const module of testModules) {
+      if (module.state() === 'failed' && [...module.children.allTests()].length === 0) counts.failed++;
+      for (const test of module.children.allTests()) {
+        const state = test.result().state;
+        if (state === 'passed') counts.passed++;
+        else if (state === 'failed') counts.failed++;
+        else counts.skipped++;
+      }
+    }
+    process.stdout.write(`\ntests: ${counts.passed} passed, ${counts.failed} failed, ${counts.skipped} skipped\n`);
+  }
+}
