@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { useCounterSuite } from './support/counter-suite.js';
 import { DATABASES } from './support/databases.js';
-import { Article, Remark } from './support/entities.js';
+import { Article, Badge, Remark } from './support/entities.js';
 
 // G2: increment resolves with the new value; N concurrent increments by 1 resolve with v+1 … v+N once each.
 describe.each(DATABASES)('live increments on %s', (databaseName) => {
@@ -54,5 +54,17 @@ describe.each(DATABASES)('live increments on %s', (databaseName) => {
     await suite.counter.counters.flush();
     const stored = await suite.counter.dataSource.getRepository(Remark).findOneByOrFail({ id });
     expect(stored.replyCount).toBe(5);
+  });
+
+  it('counts rows with UUID keys, whatever the case of the id given', async () => {
+    const badges = suite.counter.dataSource.getRepository(Badge);
+    const [first, second] = await badges.save([{ awardCount: 1 }, { awardCount: 2 }]);
+    expect(await suite.counter.counters.increment(Badge, first.id, 'award_count', 4)).toBe(5);
+    expect(await suite.counter.counters.increment(Badge, first.id.toUpperCase(), 'award_count')).toBe(6);
+    expect(await suite.counter.counters.increment(Badge, second.id, 'award_count')).toBe(3);
+    const report = await suite.counter.counters.flush();
+    expect(report.error).toBeUndefined();
+    const stored = new Map((await badges.find()).map((badge) => [badge.id, badge.awardCount]));
+    expect([stored.get(first.id), stored.get(second.id)]).toEqual([6, 3]);
   });
 });

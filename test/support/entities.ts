@@ -35,4 +35,15 @@ export class Remark {
   article?: Article;
 }
 
-export const ENTITIES = [Article, Remark];
+/** A generated UUID primary key (a native uuid column on PostgreSQL). */
+@Entity('test_badge')
+export class Badge {
+  @PrimaryGeneratedColumn('uuid')
+  id!: string;
+
+  @Counted('award_count')
+  @Column({ name: 'award_count', type: 'int', default: 0 })
+  awardCount!: number;
+}
+
+export const ENTITIES = [Article, Remark, Badge];
