@@ -7,7 +7,9 @@ import { CounterRegistry, type CounterField } from './counter.registry.js';
 import { getCountedProperties } from './decorators/counted.decorator.js';
 import { InvalidCounterDefinitionError } from './exceptions/invalid-counter-definition.error.js';
 import { CounterConfigurationError } from './exceptions/counter-configuration.error.js';
+import type { CounterDialect } from './sql/counter-dialect.js';
 import { CounterLedgerEntry } from './sql/counter-ledger.entity.js';
+import { dialectFor } from './sql/dialect-for.js';
 
 const INTEGER_TYPES = new Set([
   'int',
@@ -35,17 +37,18 @@ export class CounterEntityExplorer implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
+    const dialect = dialectFor(this.dataSource);
     if (!this.dataSource.hasMetadata(CounterLedgerEntry)) {
       throw new CounterConfigurationError(MESSAGES.ledgerMissing());
     }
     for (const metadata of this.dataSource.entityMetadatas) {
       if (typeof metadata.target !== 'function') continue;
       const properties = getCountedProperties(metadata.target);
-      if (properties.length > 0) this.register(metadata, metadata.target);
+      if (properties.length > 0) this.register(metadata, metadata.target, dialect);
     }
   }
 
-  private register(metadata: EntityMetadata, target: Function): void {
+  private register(metadata: EntityMetadata, target: Function, dialect: CounterDialect): void {
     const name = target.name;
     if (metadata.primaryColumns.length !== 1) {
       throw new InvalidCounterDefinitionError(MESSAGES.badPrimaryKey(name, metadata.primaryColumns.length));
@@ -64,11 +67,17 @@ export class CounterEntityExplorer implements OnModuleInit {
       if (counters.some((counter) => counter.name === counterName)) {
         throw new InvalidCounterDefinitionError(MESSAGES.duplicateCounter(name, counterName));
       }
-      const min = options.min ?? -MAX_SAFE_COUNT;
-      const max = options.max ?? MAX_SAFE_COUNT;
-      if (!Number.isSafeInteger(min) || !Number.isSafeInteger(max) || min > max) {
+      const declaredMin = options.min ?? -MAX_SAFE_COUNT;
+      const declaredMax = options.max ?? MAX_SAFE_COUNT;
+      if (!Number.isSafeInteger(declaredMin) || !Number.isSafeInteger(declaredMax) || declaredMin > declaredMax) {
         throw new InvalidCounterDefinitionError(MESSAGES.badBounds(name, counterName));
       }
+      // The column type bounds the counter too: a value the column cannot hold would make every later
+      // batch of its shard fail in SQL, so such a change is refused when it is made.
+      const [typeMin, typeMax] = dialect.integerRange(type, column.unsigned) ?? [-MAX_SAFE_COUNT, MAX_SAFE_COUNT];
+      const min = Math.max(declaredMin, typeMin);
+      const max = Math.min(declaredMax, typeMax);
+      if (min > max) throw new InvalidCounterDefinitionError(MESSAGES.badBounds(name, counterName));
       counters.push({ name: counterName, propertyName, column, min, max });
     }
     const primary = metadata.primaryColumns[0];

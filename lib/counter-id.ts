@@ -11,6 +11,7 @@ export interface RowId {
 }
 
 const INTEGER_TEXT = /^-?(0|[1-9]\d*)$/;
+const UUID_TEXT = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Validates an id against the entity's primary key type. Throws InvalidCounterIdError. */
 export function toRowId(entity: CountedEntity, id: unknown): RowId {
@@ -29,6 +30,9 @@ export function toRowId(entity: CountedEntity, id: unknown): RowId {
   }
   if ((typeof id !== 'string' && typeof id !== 'number') || id === '' || (typeof id === 'number' && !Number.isFinite(id))) {
     throw new InvalidCounterIdError(MESSAGES.invalidId(entity.name, id, 'non-empty strings'));
+  }
+  if (entity.uuidId && !UUID_TEXT.test(String(id))) {
+    throw new InvalidCounterIdError(MESSAGES.invalidId(entity.name, id, 'UUIDs'));
   }
   const text = entity.uuidId ? String(id).toLowerCase() : String(id);
   return { text, sql: text };

@@ -17,6 +17,13 @@ interface ShardWork {
 }
 
 /**
+ * Shards that may fail in one flush before it stops: failures past a few are almost always the
+ * database being down, and each would wait out a connection timeout. A single poisoned shard still
+ * lets the others through.
+ */
+const MAX_FAILED_SHARDS = 3;
+
+/**
  * Writes Redis deltas into the database, shard by shard: lease and claim in one script, one transaction
  * with the ledger insert and one UPDATE, then the ack. A batch left behind by a crashed flusher is
  * finished by the next one: acknowledged if the ledger has it, applied otherwise.
@@ -49,7 +56,8 @@ export class CounterFlusher {
     const token = randomUUID();
     const queue = shuffle(this.allShards());
     const worker = async () => {
-      for (let work = queue.pop(); work && !(report.error instanceof CounterStoreUnavailableError); work = queue.pop()) {
+      const stopped = () => report.error instanceof CounterStoreUnavailableError || report.failedShards >= MAX_FAILED_SHARDS;
+      for (let work = queue.pop(); work && !stopped(); work = queue.pop()) {
         await this.flushShard(work, token, report).catch(async (error: Error) => {
           report.failedShards++;
           report.error ??= error;
@@ -108,6 +116,8 @@ export class CounterFlusher {
     if (recovered) report.recoveredBatches++;
     if (recovered && (await this.database.isBatchApplied(batchId))) return [];
     const { batch, encodedIdOf } = this.toDeltaBatch(work, batchId, entries);
+    // Only counters removed from the entity since: nothing to write, the ack clears them.
+    if (batch.rows.length === 0) return [];
     const outcome = await this.database.applyBatch(work.entity, batch);
     if (!outcome.applied) return [];
     report.batches++;

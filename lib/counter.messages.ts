@@ -33,7 +33,7 @@ export const MESSAGES = {
   badCounterName: (entity: string, counter: string) =>
     `${entity} has a counter named "${counter}"; counter names may use letters, digits, "_" and "-" only.`,
   badBounds: (entity: string, counter: string) =>
-    `${entity}.${counter} has @Counted() bounds that are not safe integers with min <= max.`,
+    `${entity}.${counter} has @Counted() bounds that are not safe integers with min <= max, or that its column type cannot hold.`,
   ledgerMissing: () =>
     `The counted data source does not include CounterLedgerEntry. Add it to the entities of your TypeORM data source (and create its table: see the README's "Ledger table").`,
   dataSourceMissing: (dataSource: string) =>

@@ -15,7 +15,7 @@ import {
   type EntityClass,
 } from '../lib/index.js';
 import { createTestDatabase, DATABASES, type TestDatabase } from './support/databases.js';
-import { Article, ENTITIES, Remark } from './support/entities.js';
+import { Article, Badge, ENTITIES, Remark } from './support/entities.js';
 import { NestHarness } from './support/nest-harness.js';
 import { deleteKeys, REDIS_URL, snapshot, testRedis, uniquePrefix } from './support/redis.js';
 import { UncountedTag } from './support/uncounted-entities.js';
@@ -162,10 +162,38 @@ describe.each(DATABASES)('bad input on %s', (databaseName) => {
     },
   );
 
+  /** like_count is an int column: 32 bits on PostgreSQL and MariaDB, 64 on SQLite. */
+  const likeCountMax = () => (databaseName === 'sqlite' ? MAX : 2_147_483_647);
+
+  it('refuses a value its integer column cannot hold, so no batch can fail in SQL', async () => {
+    const article = await insertArticle(2_147_483_640, 0);
+    expect(await counters.get(Article, article.id, 'like_count')).toBe(2_147_483_640);
+    if (databaseName === 'sqlite') {
+      expect(await counters.increment(Article, article.id, 'like_count', 10)).toBe(2_147_483_650);
+    } else {
+      await expectRefused(() => counters.increment(Article, article.id, 'like_count', 10), CounterOutOfRangeError, [
+        'Article.like_count is 2147483640',
+        '[0, 2147483647]',
+      ]);
+      expect(await counters.increment(Article, article.id, 'like_count', 7)).toBe(2_147_483_647);
+    }
+    expect((await counters.flush()).error).toBeUndefined();
+    const stored = await articles().findOneByOrFail({ id: article.id });
+    expect(stored.likeCount).toBe(databaseName === 'sqlite' ? 2_147_483_650 : 2_147_483_647);
+  });
+
+  it('refuses an id that is not a UUID for a UUID key', async () => {
+    for (const id of ['abc', '123', 'zzzzzzzz-zzzz-zzzz-zzzz-zzzzzzzzzzzz']) {
+      await expectRefused(() => counters.increment(Badge, id, 'award_count'), InvalidCounterIdError, [
+        'Badge ids must be UUIDs',
+      ]);
+    }
+  });
+
   it('refuses to go below min: 0 (like_count at 0, decrement)', async () => {
     const article = await insertArticle(0, 9);
     expect(await counters.get(Article, article.id, 'like_count')).toBe(0);
-    const fragments = ['Article.like_count is 0', 'by -1', `[0, ${MAX}]`, 'nothing was changed'];
+    const fragments = ['Article.like_count is 0', 'by -1', `[0, ${likeCountMax()}]`, 'nothing was changed'];
     await expectRefused(() => counters.decrement(Article, article.id, 'like_count'), CounterOutOfRangeError, fragments);
     await expectRefused(() => counters.increment(Article, article.id, 'like_count', -1), CounterOutOfRangeError, fragments);
     expect(await counters.get(Article, article.id, 'like_count')).toBe(0);

@@ -8,6 +8,7 @@ import {
   type FlushReport,
 } from '../lib/index.js';
 import { CounterFlusher } from '../lib/counter.flusher.js';
+import { CounterKeys } from '../lib/redis/keys.js';
 import { startCounterApp, type CounterApp } from './support/counter-app.js';
 import { createTestDatabase, DATABASES, type TestDatabase } from './support/databases.js';
 import { Article, ENTITIES } from './support/entities.js';
@@ -299,6 +300,26 @@ describe.each(DATABASES)('degradation on %s', (databaseName) => {
     // A flush with nothing left writes nothing more.
     expect((await cleanFlush(app)).batches).toBe(0);
     expect(await databaseLikes(ids)).toEqual(expected);
+  });
+
+  it('stops a flush after a few failed shards instead of waiting on every dirty shard', async () => {
+    const outage = await databaseOutage(database);
+    teardown.push(() => outage.close());
+    const app = await startApp(outage.options, { shards: 8 });
+    const ids = await insertArticles(observer, Array.from({ length: 40 }, () => 0));
+    for (const id of ids) await app.counters.increment(Article, id, 'like_count');
+    const keys = new CounterKeys(app.keyPrefix, 8);
+    expect(new Set(ids.map((id) => keys.shardOf(String(id)))).size).toBe(8);
+
+    outage.begin();
+    const failed = await settles(app.counters.flush(), 10_000);
+    // Three failures stop it; shards already being written in parallel may add their own failure.
+    expect(failed.failedShards).toBeGreaterThanOrEqual(3);
+    expect(failed.failedShards).toBeLessThan(8);
+    outage.end();
+    await eventually(() => cleanFlush(app));
+    while ((await cleanFlush(app)).batches > 0);
+    expect(await databaseLikes(ids)).toEqual(ids.map(() => 1));
   });
 
   it('retries the scheduled flush with backoff while the database is down and catches up by itself', async () => {

@@ -23,6 +23,8 @@ export interface CounterDialect {
   /** Batch transactions one process may run at once (SQLite's driver has a single connection). */
   parallelTransactions: number;
   placeholder(position: number): string;
+  /** The values an integer column type can hold, when the database enforces a range narrower than 64 bits. */
+  integerRange(type: string, unsigned: boolean): [min: number, max: number] | undefined;
   /** One statement adding every delta of the batch; rows arrive sorted by id. */
   addDeltas(target: DeltaTarget, rows: DeltaRow[]): Statement;
   /** The ledger insert of a batch collided with an existing batch id. */
@@ -61,4 +63,27 @@ export function caseDeltaAssignments(
   });
   const ids = rows.map((row) => bind(row.id)).join(', ');
   return { sql: `UPDATE ${target.table} SET ${assignments.join(', ')} WHERE ${target.idColumn} IN (${ids})`, params };
+}
+
+const SIGNED_RANGES: Record<string, [number, number]> = {
+  tinyint: [-128, 127],
+  smallint: [-32_768, 32_767],
+  int2: [-32_768, 32_767],
+  mediumint: [-8_388_608, 8_388_607],
+  int: [-2_147_483_648, 2_147_483_647],
+  integer: [-2_147_483_648, 2_147_483_647],
+  int4: [-2_147_483_648, 2_147_483_647],
+};
+const UNSIGNED_MAX: Record<string, number> = {
+  tinyint: 255,
+  smallint: 65_535,
+  mediumint: 16_777_215,
+  int: 4_294_967_295,
+  integer: 4_294_967_295,
+};
+
+/** Ranges of PostgreSQL's and MySQL's fixed-size integer types; bigint is wider than a safe integer. */
+export function fixedIntegerRange(type: string, unsigned: boolean): [number, number] | undefined {
+  if (unsigned) return UNSIGNED_MAX[type] === undefined ? [0, Number.MAX_SAFE_INTEGER] : [0, UNSIGNED_MAX[type]];
+  return SIGNED_RANGES[type];
 }

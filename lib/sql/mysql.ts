@@ -1,4 +1,4 @@
-import { caseDeltaAssignments, driverErrorOf, type CounterDialect } from './counter-dialect.js';
+import { caseDeltaAssignments, driverErrorOf, fixedIntegerRange, type CounterDialect } from './counter-dialect.js';
 
 const ER_DUP_ENTRY = 1062;
 const ER_LOCK_WAIT_TIMEOUT = 1205;
@@ -7,6 +7,7 @@ const ER_LOCK_DEADLOCK = 1213;
 /** MySQL and MariaDB: a CASE per column, rows locked in id order (`ORDER BY` of a single-table UPDATE). */
 export const mysqlDialect: CounterDialect = {
   parallelTransactions: 4,
+  integerRange: fixedIntegerRange,
   placeholder: () => '?',
 
   addDeltas(target, rows) {

@@ -1,4 +1,4 @@
-import { driverErrorOf, type CounterDialect, type DeltaRow, type DeltaTarget, type Statement } from './counter-dialect.js';
+import { driverErrorOf, fixedIntegerRange, type CounterDialect, type DeltaRow, type DeltaTarget, type Statement } from './counter-dialect.js';
 
 const UNIQUE_VIOLATION = '23505';
 const TRANSIENT = new Set(['40P01', '40001', '55P03']);
@@ -6,6 +6,7 @@ const TRANSIENT = new Set(['40P01', '40001', '55P03']);
 /** PostgreSQL: `UPDATE … FROM (VALUES …)`, one typed tuple per row. */
 export const postgresDialect: CounterDialect = {
   parallelTransactions: 4,
+  integerRange: fixedIntegerRange,
   placeholder: (position) => `$${position}`,
 
   addDeltas(target: DeltaTarget, rows: DeltaRow[]): Statement {

@@ -5,6 +5,8 @@ const DUPLICATE = new Set(['SQLITE_CONSTRAINT_PRIMARYKEY', 'SQLITE_CONSTRAINT_UN
 /** SQLite (better-sqlite3): a CASE per column; the database lock serialises writers. */
 export const sqliteDialect: CounterDialect = {
   parallelTransactions: 1,
+  // SQLite stores every integer in up to 8 bytes, whatever the declared type.
+  integerRange: () => undefined,
   placeholder: () => '?',
 
   addDeltas: (target, rows) => caseDeltaAssignments(target, rows, () => '?'),
