@@ -93,7 +93,7 @@ export class CounterDatabase {
     return rows.length > 0;
   }
 
-  /** Deletes ledger rows older than the retention; returns how many. */
+  /** Deletes ledger rows older than the retention. */
   async pruneLedger(retentionMs: number): Promise<void> {
     const ledger = this.ledger();
     await this.dataSource.query(
@@ -138,8 +138,10 @@ export class CounterDatabase {
       withDeleted: true,
       loadEagerRelations: false,
     });
-    const present = new Set(existing.map((row) => String((row as Record<string, unknown>)[entity.primary.propertyName]).toLowerCase()));
-    return rows.map((row) => row.id).filter((id) => !present.has(String(id).toLowerCase()));
+    // UUIDs compare without regard to case in the database; other string keys may not.
+    const canonical = (id: unknown) => (entity.uuidId ? String(id).toLowerCase() : String(id));
+    const present = new Set(existing.map((row) => canonical((row as Record<string, unknown>)[entity.primary.propertyName])));
+    return rows.map((row) => row.id).filter((id) => !present.has(canonical(id)));
   }
 
   private ledger() {
