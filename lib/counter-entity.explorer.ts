@@ -9,7 +9,7 @@ import { InvalidCounterDefinitionError } from './exceptions/invalid-counter-defi
 import { CounterConfigurationError } from './exceptions/counter-configuration.error.js';
 import type { CounterDialect } from './sql/counter-dialect.js';
 import { CounterLedgerEntry } from './sql/counter-ledger.entity.js';
-import { dialectFor } from './sql/dialect-for.js';
+import { CounterDatabase } from './sql/counter.database.js';
 
 const INTEGER_TYPES = new Set([
   'int',
@@ -34,10 +34,11 @@ export class CounterEntityExplorer implements OnModuleInit {
   constructor(
     @Inject(COUNTER_DATA_SOURCE) private readonly dataSource: DataSource,
     private readonly registry: CounterRegistry,
+    private readonly database: CounterDatabase,
   ) {}
 
   onModuleInit(): void {
-    const dialect = dialectFor(this.dataSource);
+    const { dialect } = this.database;
     if (!this.dataSource.hasMetadata(CounterLedgerEntry)) {
       throw new CounterConfigurationError(MESSAGES.ledgerMissing());
     }
@@ -69,15 +70,15 @@ export class CounterEntityExplorer implements OnModuleInit {
       }
       const declaredMin = options.min ?? -MAX_SAFE_COUNT;
       const declaredMax = options.max ?? MAX_SAFE_COUNT;
-      if (!Number.isSafeInteger(declaredMin) || !Number.isSafeInteger(declaredMax) || declaredMin > declaredMax) {
-        throw new InvalidCounterDefinitionError(MESSAGES.badBounds(name, counterName));
-      }
       // The column type bounds the counter too: a value the column cannot hold would make every later
       // batch of its shard fail in SQL, so such a change is refused when it is made.
       const [typeMin, typeMax] = dialect.integerRange(type, column.unsigned) ?? [-MAX_SAFE_COUNT, MAX_SAFE_COUNT];
       const min = Math.max(declaredMin, typeMin);
       const max = Math.min(declaredMax, typeMax);
-      if (min > max) throw new InvalidCounterDefinitionError(MESSAGES.badBounds(name, counterName));
+      // min > max also catches declared bounds in the wrong order.
+      if (!Number.isSafeInteger(declaredMin) || !Number.isSafeInteger(declaredMax) || min > max) {
+        throw new InvalidCounterDefinitionError(MESSAGES.badBounds(name, counterName));
+      }
       counters.push({ name: counterName, propertyName, column, min, max });
     }
     const primary = metadata.primaryColumns[0];

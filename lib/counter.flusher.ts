@@ -65,7 +65,7 @@ export class CounterFlusher {
         });
       }
     };
-    await Promise.all(Array.from({ length: this.database.parallelTransactions }, worker));
+    await Promise.all(Array.from({ length: this.database.dialect.parallelTransactions }, worker));
     if (!report.error) await this.pruneLedger();
     report.durationMs = performance.now() - started;
     return report;

@@ -18,7 +18,11 @@ export class CounterRedisHandle {
   ) {}
 
   static from(connection: CounterRedisConnection, commandTimeoutMs: number): CounterRedisHandle {
-    if (isRedisClient(connection)) return new CounterRedisHandle(connection, false);
+    if (isRedisClient(connection)) {
+      const handle = new CounterRedisHandle(connection, false);
+      if (replaysCommands(connection)) handle.logger.warn(MESSAGES.clientReplaysCommands());
+      return handle;
+    }
     // A counter change must either be applied and acknowledged, or fail and never be applied later:
     // no offline queue, no resending of commands that were in flight when a connection broke, and a
     // socket that stops answering is destroyed (then reconnected) instead of timing out forever.
@@ -40,7 +44,6 @@ export class CounterRedisHandle {
 
   /** Waits (bounded) for the first connection, so the first requests do not fail while it is made. */
   async waitUntilReady(): Promise<void> {
-    if (!this.owned && replaysCommands(this.client)) this.logger.warn(MESSAGES.clientReplaysCommands());
     if (this.client.status === 'ready' || this.client.status === 'wait') return;
     await new Promise<void>((resolve) => {
       const done = () => {

@@ -24,12 +24,8 @@ const READ_CHUNK = 1_000;
 /** Everything the module asks of the SQL database: read counters, apply a batch, keep the ledger. */
 @Injectable()
 export class CounterDatabase {
-  private readonly dialect: CounterDialect;
-
-  /** How many shards one flush may write at the same time. */
-  get parallelTransactions(): number {
-    return this.dialect.parallelTransactions;
-  }
+  /** What differs for this data source's database: statement shapes, limits, error codes. */
+  readonly dialect: CounterDialect;
 
   constructor(@Inject(COUNTER_DATA_SOURCE) private readonly dataSource: DataSource) {
     this.dialect = dialectFor(dataSource);

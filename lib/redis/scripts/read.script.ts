@@ -1,12 +1,15 @@
+import { LIVE_VALUE_LUA } from './live-value.lua.js';
+
 /**
  * Reads the live values of some rows of one shard.
  *
  * KEYS[1] the shard's generation, KEYS[2..n+1] row hashes of that shard (all one slot).
  * ARGV counter names (k of them).
  * Returns {generation, v(1,1) … v(1,k), …, v(n,k)} where v = b + p + f, or nil when the counter has
- * no base yet, as decimal strings (exact near ±2^53, unlike integer replies in ioredis). The generation lets a later seed detect a flush acknowledged in between.
+ * no base yet, as decimal strings (see live-value.lua.ts). The generation lets a later seed detect a
+ * flush acknowledged in between.
  */
-export const READ_LUA = `
+export const READ_LUA = LIVE_VALUE_LUA + `
 local fields = {}
 for j = 1, #ARGV do
   fields[#fields + 1] = 'b:' .. ARGV[j]
@@ -19,8 +22,7 @@ for i = 2, #KEYS do
   for j = 1, #ARGV do
     local base = values[3 * j - 2]
     if base then
-      local live = tonumber(base) + (tonumber(values[3 * j - 1]) or 0) + (tonumber(values[3 * j]) or 0)
-      out[#out + 1] = string.format('%.0f', live)
+      out[#out + 1] = exact(live_value(base, values[3 * j - 1], values[3 * j]))
     else
       out[#out + 1] = false
     end

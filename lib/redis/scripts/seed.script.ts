@@ -1,3 +1,4 @@
+import { LIVE_VALUE_LUA } from './live-value.lua.js';
 import { ROW_HELPERS_LUA } from './row-helpers.lua.js';
 
 /**
@@ -13,7 +14,7 @@ import { ROW_HELPERS_LUA } from './row-helpers.lua.js';
  * Invariant: a base is only ever set from a database value read while no acknowledgement happened in
  * the shard, and never replaces an existing base, so no flushed batch is counted twice or missed.
  */
-export const SEED_LUA = ROW_HELPERS_LUA + `
+export const SEED_LUA = ROW_HELPERS_LUA + LIVE_VALUE_LUA + `
 if (redis.call('GET', KEYS[1]) or '0') ~= ARGV[1] then
   return false
 end
@@ -35,8 +36,7 @@ for i = 2, #KEYS do
     if seedable then
       redis.call('HSETNX', row, 'b:' .. counter, ARGV[offset + j])
       local values = redis.call('HMGET', row, 'b:' .. counter, 'p:' .. counter, 'f:' .. counter)
-      local live = tonumber(values[1]) + (tonumber(values[2]) or 0) + (tonumber(values[3]) or 0)
-      out[#out + 1] = string.format('%.0f', live)
+      out[#out + 1] = exact(live_value(values[1], values[2], values[3]))
     else
       out[#out + 1] = false
     end
