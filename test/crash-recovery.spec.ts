@@ -1,11 +1,12 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { CounterLedgerEntry } from '../lib/index.js';
 import { CounterStore } from '../lib/redis/counter.store.js';
 import { CounterDatabase } from '../lib/sql/counter.database.js';
-import { startCounterApp, type CounterApp } from './support/counter-app.js';
-import { createTestDatabase, DATABASES, type TestDatabase } from './support/databases.js';
+import type { CounterApp } from './support/counter-app.js';
+import { useCounterSuite } from './support/counter-suite.js';
+import { DATABASES } from './support/databases.js';
 import { Article } from './support/entities.js';
-import { deleteKeys, keysEndingWith, testRedis, uniquePrefix } from './support/redis.js';
+import { keysEndingWith } from './support/redis.js';
 import { articleCounts, insertArticles } from './support/rows.js';
 
 const LEASE_MS = 400;
@@ -16,28 +17,13 @@ class SimulatedCrash extends Error {}
 // G1 at chosen crash points: whatever step a flusher dies at, the next flush finishes its batch
 // exactly once.
 describe.each(DATABASES)('crash recovery on %s', (databaseName) => {
-  const redis = testRedis();
-  const prefix = uniquePrefix('crash');
-  let database: TestDatabase;
+  const suite = useCounterSuite(databaseName, 'crash', { flushLeaseMs: LEASE_MS, flushOnShutdown: false, shards: 2 }, 2);
+  const { redis, prefix } = suite;
   let crashing: CounterApp;
   let survivor: CounterApp;
-
-  beforeAll(async () => {
-    database = await createTestDatabase(databaseName);
-    const counter = { flushLeaseMs: LEASE_MS, flushOnShutdown: false, shards: 2 };
-    crashing = await startCounterApp({ database: database.options, keyPrefix: prefix, counter });
-    survivor = await startCounterApp({ database: database.options, keyPrefix: prefix, synchronize: false, counter });
-  });
+  beforeAll(() => void ([crashing, survivor] = suite.apps));
 
   afterEach(() => vi.restoreAllMocks());
-
-  afterAll(async () => {
-    await crashing?.close();
-    await survivor?.close();
-    await database?.drop();
-    await deleteKeys(redis, prefix);
-    redis.disconnect();
-  });
 
   /** A dead process releases nothing: its lease must expire before anyone else may take the shard. */
   function crashAt(target: CounterDatabase | CounterStore, method: 'applyBatch' | 'ack') {

@@ -1,12 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CounterOutOfRangeError, type FlushReport } from '../lib/index.js';
-import { startCounterApp, type CounterApp } from './support/counter-app.js';
-import { createTestDatabase, DATABASES, type TestDatabase } from './support/databases.js';
+import { describe, expect, it } from 'vitest';
+import { CounterLedgerEntry, CounterOutOfRangeError, type FlushReport } from '../lib/index.js';
+import { useCounterSuite } from './support/counter-suite.js';
+import { DATABASES } from './support/databases.js';
 import { Article, Remark } from './support/entities.js';
-import { deleteKeys, testRedis, uniquePrefix } from './support/redis.js';
 import { articleCounts, insertArticles, insertRemarks, remarkCounts } from './support/rows.js';
 import { seededRandom, testSeed } from './support/seeded-random.js';
-import { CounterLedgerEntry } from '../lib/index.js';
 
 const INSTANCES = 3;
 const ROWS_PER_ENTITY = 250;
@@ -16,31 +14,7 @@ const CALLERS = 100;
 // G1: after any interleaving of increments, decrements and concurrent flushes from several instances,
 // every database counter equals its start value plus the sum of the acknowledged deltas.
 describe.each(DATABASES)('exactly-once under concurrency on %s', (databaseName) => {
-  const redis = testRedis();
-  const prefix = uniquePrefix('g1');
-  let database: TestDatabase;
-  const apps: CounterApp[] = [];
-
-  beforeAll(async () => {
-    database = await createTestDatabase(databaseName);
-    for (let i = 0; i < INSTANCES; i++) {
-      apps.push(
-        await startCounterApp({
-          database: database.options,
-          keyPrefix: prefix,
-          synchronize: i === 0,
-          counter: { flushBatchSize: 40 },
-        }),
-      );
-    }
-  });
-
-  afterAll(async () => {
-    for (const app of apps) await app.close();
-    await database?.drop();
-    await deleteKeys(redis, prefix);
-    redis.disconnect();
-  });
+  const { apps, prefix } = useCounterSuite(databaseName, 'g1', { flushBatchSize: 40 }, INSTANCES);
 
   it('20,000 mixed changes from 100 callers over 500 rows, three instances flushing throughout', async () => {
     const seed = testSeed();

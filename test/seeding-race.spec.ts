@@ -1,12 +1,12 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { CounterSeedContentionError } from '../lib/index.js';
 import { CounterKeys } from '../lib/redis/keys.js';
 import { CounterStore } from '../lib/redis/counter.store.js';
 import { CounterDatabase } from '../lib/sql/counter.database.js';
-import { startCounterApp, type CounterApp } from './support/counter-app.js';
-import { createTestDatabase, DATABASES, type TestDatabase } from './support/databases.js';
+import type { CounterApp } from './support/counter-app.js';
+import { useCounterSuite } from './support/counter-suite.js';
+import { DATABASES } from './support/databases.js';
 import { Article } from './support/entities.js';
-import { deleteKeys, testRedis, uniquePrefix } from './support/redis.js';
 import { articleCounts, insertArticles } from './support/rows.js';
 import { seededRandom, testSeed } from './support/seeded-random.js';
 
@@ -15,34 +15,24 @@ const SHARDS = 4;
 // Seeding a row from the database while a flush moves its values must never count a batch twice or
 // miss one.
 describe.each(DATABASES)('seeding racing a flush on %s', (databaseName) => {
-  const redis = testRedis();
-  const prefix = uniquePrefix('seed');
+  const suite = useCounterSuite(
+    databaseName,
+    'seed',
+    { shards: SHARDS, cleanRowTtlSeconds: 1, flushOnShutdown: false, flushLeaseMs: 500 },
+    2,
+  );
+  const { redis, prefix } = suite;
   const keys = new CounterKeys(prefix, SHARDS);
-  let database: TestDatabase;
   let reader: CounterApp;
   let writer: CounterApp;
+  beforeAll(() => void ([reader, writer] = suite.apps));
 
   const rowKey = (id: number) => {
     const table = reader.dataSource.getMetadata(Article).tablePath;
     return keys.shard(table, keys.shardOf(String(id))).row(String(id));
   };
 
-  beforeAll(async () => {
-    database = await createTestDatabase(databaseName);
-    const counter = { shards: SHARDS, cleanRowTtlSeconds: 1, flushOnShutdown: false, flushLeaseMs: 500 };
-    reader = await startCounterApp({ database: database.options, keyPrefix: prefix, counter });
-    writer = await startCounterApp({ database: database.options, keyPrefix: prefix, synchronize: false, counter });
-  });
-
   afterEach(() => vi.restoreAllMocks());
-
-  afterAll(async () => {
-    await reader?.close();
-    await writer?.close();
-    await database?.drop();
-    await deleteKeys(redis, prefix);
-    redis.disconnect();
-  });
 
   it('discards a database value read while a batch was flushed and the row expired', async () => {
     const [id] = await insertArticles(reader.dataSource, [10]);

@@ -8,29 +8,48 @@ export interface CounterSuite {
   readonly redis: ReturnType<typeof testRedis>;
   readonly prefix: string;
   readonly database: TestDatabase;
+  /** The app instances, sharing the database and the key prefix. */
+  readonly apps: CounterApp[];
+  /** The first instance. */
   readonly counter: CounterApp;
 }
 
 /**
- * One app on a database and key prefix of its own for the enclosing `describe`, torn down after it:
- * its database dropped, its keys deleted. Read the fields inside tests (they are set in beforeAll).
+ * `instances` apps (as separate app instances of one deployment) on a database and key prefix of their
+ * own for the enclosing `describe`, torn down after it: apps closed, database dropped, keys deleted.
+ * Read the fields inside tests (they are set in beforeAll).
  */
-export function useCounterSuite(databaseName: DatabaseName, label: string, counter?: CounterModuleOptions): CounterSuite {
-  const suite = { redis: testRedis(), prefix: uniquePrefix(label) } as {
-    redis: ReturnType<typeof testRedis>;
-    prefix: string;
-    database: TestDatabase;
-    counter: CounterApp;
-  };
+export function useCounterSuite(
+  databaseName: DatabaseName,
+  label: string,
+  counter?: CounterModuleOptions,
+  instances = 1,
+): CounterSuite {
+  const redis = testRedis();
+  const prefix = uniquePrefix(label);
+  const apps: CounterApp[] = [];
+  let database: TestDatabase | undefined;
   beforeAll(async () => {
-    suite.database = await createTestDatabase(databaseName);
-    suite.counter = await startCounterApp({ database: suite.database.options, keyPrefix: suite.prefix, counter });
+    database = await createTestDatabase(databaseName);
+    for (let i = 0; i < instances; i++) {
+      apps.push(await startCounterApp({ database: database.options, keyPrefix: prefix, synchronize: i === 0, counter }));
+    }
   });
   afterAll(async () => {
-    await suite.counter?.close();
-    await suite.database?.drop();
-    await deleteKeys(suite.redis, suite.prefix);
-    suite.redis.disconnect();
+    for (const app of apps) await app.close();
+    await database?.drop();
+    await deleteKeys(redis, prefix);
+    redis.disconnect();
   });
-  return suite;
+  return {
+    redis,
+    prefix,
+    apps,
+    get database() {
+      return database!;
+    },
+    get counter() {
+      return apps[0];
+    },
+  };
 }
