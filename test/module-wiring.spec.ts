@@ -1,9 +1,9 @@
-import type { INestApplication } from '@nestjs/common';
+import { Logger, type INestApplication } from '@nestjs/common';
 import { ConfigModule, ConfigService } from '@nestjs/config';
 import { ScheduleModule, SchedulerRegistry } from '@nestjs/schedule';
 import { Redis } from 'ioredis';
 import { DataSource } from 'typeorm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   CounterConfigurationError,
   CounterLedgerEntry,
@@ -323,5 +323,50 @@ describe.each(DATABASES)('module wiring on %s', (databaseName) => {
   it('leaves the lent client usable after the failed bootstraps', async () => {
     expect(spare.status).toBe('ready');
     expect(await spare.ping()).toBe('PONG');
+  });
+});
+
+// A user-supplied client that could send a command after its caller was told it failed gets a warning
+// naming the settings that prevent it; one set up like the module's own clients does not.
+describe('user-supplied Redis client settings', () => {
+  const harness = new NestHarness();
+  let database: TestDatabase;
+
+  beforeAll(async () => {
+    database = await createTestDatabase('sqlite');
+  });
+
+  afterAll(async () => {
+    await harness.closeAll();
+    await database?.drop();
+  });
+
+  async function warningsFor(client: Redis): Promise<string[]> {
+    const warn = vi.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    try {
+      const app = await harness.start({
+        database: database.options,
+        entities: [...ENTITIES, CounterLedgerEntry],
+        imports: [CounterModule.forRoot({ redis: client, keyPrefix: uniquePrefix('replay'), flushEnabled: false })],
+      });
+      await harness.close(app);
+      return warn.mock.calls.map(([message]) => String(message));
+    } finally {
+      warn.mockRestore();
+      client.disconnect();
+    }
+  }
+
+  it('warns about a client with ioredis defaults, naming the settings to use', async () => {
+    const warnings = await warningsFor(new Redis(REDIS_URL));
+    expect(warnings.filter((message) => message.includes('autoResendUnfulfilledCommands: false'))).toHaveLength(1);
+    expect(warnings.join('\n')).toContain('enableOfflineQueue: false');
+  });
+
+  it('stays quiet for a client that can never replay a command', async () => {
+    const warnings = await warningsFor(
+      new Redis(REDIS_URL, { enableOfflineQueue: false, autoResendUnfulfilledCommands: false, socketTimeout: 1000 }),
+    );
+    expect(warnings.filter((message) => message.includes('resend'))).toEqual([]);
   });
 });
