@@ -16,3 +16,6 @@ export const toPage = <T>([items, total]: [T[], number], { page, size }: PageReq
   page,
   size,
 });
+
+/** The rows of the requested page, as TypeORM's `skip` and `take`. */
+export const pageWindow = ({ page, size }: PageRequest) => ({ skip: (page - 1) * size, take: size });

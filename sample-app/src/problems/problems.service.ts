@@ -1,7 +1,7 @@
 import { Injectable, NotFoundException } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import type { Repository } from 'typeorm';
-import { toPage, type Page, type PageRequest } from '../common/page.interface.js';
+import { pageWindow, toPage, type Page, type PageRequest } from '../common/page.interface.js';
 import { Problem } from './problem.entity.js';
 
 /** Reads problems. Counter values come from the database; `@LiveCounts()` routes overlay live ones. */
@@ -12,8 +12,7 @@ export class ProblemsService {
   async list(request: PageRequest): Promise<Page<Problem>> {
     const found = await this.problems.findAndCount({
       order: { id: 'ASC' },
-      skip: (request.page - 1) * request.size,
-      take: request.size,
+      ...pageWindow(request),
     });
     return toPage(found, request);
   }

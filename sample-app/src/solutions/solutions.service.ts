@@ -2,7 +2,7 @@ import { Injectable, NotFoundException } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { CounterService } from 'nestjs-counter';
 import type { Repository } from 'typeorm';
-import { toPage, type Page, type PageRequest } from '../common/page.interface.js';
+import { pageWindow, toPage, type Page, type PageRequest } from '../common/page.interface.js';
 import { Problem } from '../problems/problem.entity.js';
 import { Solution } from './solution.entity.js';
 
@@ -19,8 +19,7 @@ export class SolutionsService {
     const found = await this.solutions.findAndCount({
       where: problemId === undefined ? {} : { problemId },
       order: { id: 'ASC' },
-      skip: (request.page - 1) * request.size,
-      take: request.size,
+      ...pageWindow(request),
     });
     return toPage(found, request);
   }
