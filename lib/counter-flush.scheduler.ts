@@ -10,6 +10,7 @@ import { SchedulerRegistry } from '@nestjs/schedule';
 import { randomUUID } from 'node:crypto';
 import { COUNTER_FLUSH_JOB_PREFIX, COUNTER_OPTIONS } from './counter.constants.js';
 import { CounterFlusher } from './counter.flusher.js';
+import { CounterHealth } from './counter.health.js';
 import { MESSAGES } from './counter.messages.js';
 import { CounterConfigurationError } from './exceptions/counter-configuration.error.js';
 import type { ResolvedCounterOptions } from './interfaces/counter-module-options.interface.js';
@@ -25,11 +26,11 @@ export class CounterFlushScheduler implements OnApplicationBootstrap, BeforeAppl
   /** Unique per module instance, so several apps (or modules) in one process never collide. */
   readonly jobName = `${COUNTER_FLUSH_JOB_PREFIX}:${randomUUID()}`;
   private running?: Promise<void>;
-  private failures = 0;
   private nextAttemptAt = 0;
 
   constructor(
     private readonly flusher: CounterFlusher,
+    private readonly health: CounterHealth,
     @Inject(COUNTER_OPTIONS) private readonly options: ResolvedCounterOptions,
     @Optional() private readonly schedulerRegistry?: SchedulerRegistry,
   ) {}
@@ -60,21 +61,24 @@ export class CounterFlushScheduler implements OnApplicationBootstrap, BeforeAppl
     if (this.running || Date.now() < this.nextAttemptAt) return;
     this.running = this.flusher
       .flush()
-      .then((report) => (report.error ? this.failed(report.error) : this.succeeded()))
-      .catch((error: Error) => this.failed(error))
+      .then((report) => {
+        if (report.error) this.backOff(report.error);
+        else this.nextAttemptAt = 0;
+      })
+      .catch((error: Error) => {
+        // The flush itself threw (a bug, not a failed shard): it could not record that it failed.
+        this.health.flushFailed(error);
+        this.backOff(error);
+      })
       .finally(() => (this.running = undefined));
   }
 
-  private succeeded(): void {
-    this.failures = 0;
-    this.nextAttemptAt = 0;
-  }
-
-  private failed(error: Error): void {
-    this.failures++;
-    const ceiling = Math.min(this.options.flushMaxBackoffMs, this.options.flushIntervalMs * 2 ** this.failures);
+  /** Waits longer after each failed flush in a row (the flusher counts them), with jitter. */
+  private backOff(error: Error): void {
+    const failures = this.health.consecutiveFailedFlushes;
+    const ceiling = Math.min(this.options.flushMaxBackoffMs, this.options.flushIntervalMs * 2 ** failures);
     const delay = Math.round(ceiling / 2 + (Math.random() * ceiling) / 2);
     this.nextAttemptAt = Date.now() + delay;
-    this.logger.error(`${MESSAGES.flushFailed(this.failures, delay)} ${error.message}`, error.stack);
+    this.logger.error(`${MESSAGES.flushFailed(failures, delay)} ${error.message}`, error.stack);
   }
 }

@@ -1,6 +1,7 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { COUNTER_OPTIONS } from './counter.constants.js';
+import { CounterHealth } from './counter.health.js';
 import { MESSAGES } from './counter.messages.js';
 import { CounterRegistry, type CountedEntity } from './counter.registry.js';
 import { CounterStoreUnavailableError } from './exceptions/counter-store-unavailable.error.js';
@@ -29,17 +30,35 @@ const MAX_FAILED_SHARDS = 3;
  * finished by the next one: acknowledged if the ledger has it, applied otherwise.
  */
 @Injectable()
-export class CounterFlusher {
+export class CounterFlusher implements OnApplicationBootstrap {
   private readonly logger = new Logger('CounterFlusher');
   private lastPrunedAt = 0;
+  /**
+   * Whether this instance has seen every shard's generation key in place: only then does a missing one
+   * mean that Redis lost data (and not that this is a new deployment).
+   */
+  private shardsMarked = false;
+  /** The last generation seen per shard: it only grows, unless Redis lost the shard's data. */
+  private readonly generations = new Map<string, number>();
 
   constructor(
     private readonly registry: CounterRegistry,
     private readonly store: CounterStore,
     private readonly keys: CounterKeys,
     private readonly database: CounterDatabase,
+    private readonly health: CounterHealth,
     @Inject(COUNTER_OPTIONS) private readonly options: ResolvedCounterOptions,
   ) {}
+
+  /** Marks the shards, so that a later loss of Redis data can be told from a first start. */
+  async onApplicationBootstrap(): Promise<void> {
+    const shards = this.allShards().map((work) => work.keys);
+    await this.store.markShards(shards).then(
+      () => (this.shardsMarked = true),
+      // Redis is down: the first flush that reaches it marks the shards instead.
+      () => undefined,
+    );
+  }
 
   async flush(): Promise<FlushReport> {
     const started = performance.now();
@@ -54,11 +73,12 @@ export class CounterFlusher {
     };
     // Each flush has its own token and its own random shard order, so instances spread over shards.
     const token = randomUUID();
+    const lost = { shards: 0 };
     const queue = shuffle(this.allShards());
     const worker = async () => {
       const stopped = () => report.error instanceof CounterStoreUnavailableError || report.failedShards >= MAX_FAILED_SHARDS;
       for (let work = queue.pop(); work && !stopped(); work = queue.pop()) {
-        await this.flushShard(work, token, report).catch(async (error: Error) => {
+        await this.flushShard(work, token, report, lost).catch(async (error: Error) => {
           report.failedShards++;
           report.error ??= error;
           await this.store.release(work.keys, token).catch(() => undefined);
@@ -66,12 +86,19 @@ export class CounterFlusher {
       }
     };
     await Promise.all(Array.from({ length: this.database.dialect.parallelTransactions }, worker));
-    if (!report.error) await this.pruneLedger();
+    if (lost.shards > 0) this.health.redisDataLost(lost.shards);
+    if (report.error) {
+      this.health.flushFailed(report.error);
+    } else {
+      this.shardsMarked = true;
+      this.health.flushSucceeded();
+      await this.pruneLedger();
+    }
     report.durationMs = performance.now() - started;
     return report;
   }
 
-  private async flushShard(work: ShardWork, token: string, report: FlushReport): Promise<void> {
+  private async flushShard(work: ShardWork, token: string, report: FlushReport, lost: { shards: number }): Promise<void> {
     for (let holding = false; ; holding = true) {
       const claim = await this.store.claim(work.keys, {
         token,
@@ -80,6 +107,7 @@ export class CounterFlusher {
         limit: this.options.flushBatchSize,
         ttlSeconds: this.options.cleanRowTtlSeconds,
       });
+      if (!holding && this.lostData(work, claim)) lost.shards++;
       if (claim.kind === 'busy') {
         report.busyShards++;
         return;
@@ -103,6 +131,13 @@ export class CounterFlusher {
       }
       if (!claim.more) return;
     }
+  }
+
+  /** Whether the shard's state shows that Redis lost its data since this instance last looked. */
+  private lostData(work: ShardWork, claim: { dataLost: boolean; generation: number }): boolean {
+    const seen = this.generations.get(work.keys.tag);
+    this.generations.set(work.keys.tag, claim.generation);
+    return (claim.dataLost && this.shardsMarked) || (seen !== undefined && claim.generation < seen);
   }
 
   /** Writes one batch unless the ledger shows it was written; returns the encoded ids of deleted rows. */
@@ -155,13 +190,9 @@ export class CounterFlusher {
   }
 
   private allShards(): ShardWork[] {
-    return this.registry.all().flatMap((entity) =>
-      Array.from({ length: this.keys.shards }, (_, shard) => ({
-        entity,
-        shard,
-        keys: this.keys.shard(entity.key, shard),
-      })),
-    );
+    return this.registry
+      .all()
+      .flatMap((entity) => this.keys.shardsOf(entity.key).map((keys, shard) => ({ entity, shard, keys })));
   }
 
   private async pruneLedger(): Promise<void> {

@@ -3,6 +3,7 @@ import { COUNTER_OPTIONS } from './counter.constants.js';
 import { CounterEntityExplorer } from './counter-entity.explorer.js';
 import { CounterFlushScheduler } from './counter-flush.scheduler.js';
 import { CounterFlusher } from './counter.flusher.js';
+import { CounterHealth } from './counter.health.js';
 import { ConfigurableModuleClass, COUNTER_MODULE_OPTIONS } from './counter.module-definition.js';
 import { resolveCounterOptions } from './counter-options.js';
 import { CounterReader } from './counter.reader.js';
@@ -30,8 +31,10 @@ import { CounterDatabase } from './sql/counter.database.js';
     },
     {
       provide: CounterStore,
-      useFactory: (redis: CounterRedisHandle) => new CounterStore(redis.client),
-      inject: [CounterRedisHandle],
+      // A claim's WAIT for the replicas must end well within the command timeout.
+      useFactory: (redis: CounterRedisHandle, options: ResolvedCounterOptions) =>
+        new CounterStore(redis.client, Math.floor(options.redisCommandTimeoutMs / 2)),
+      inject: [CounterRedisHandle, COUNTER_OPTIONS],
     },
     {
       provide: CounterKeys,
@@ -41,6 +44,7 @@ import { CounterDatabase } from './sql/counter.database.js';
     CounterRegistry,
     CounterEntityExplorer,
     CounterDatabase,
+    CounterHealth,
     CounterReader,
     CounterFlusher,
     CounterFlushScheduler,

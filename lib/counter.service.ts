@@ -1,6 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { collectCountedInstances } from './counted-entity.collector.js';
 import { CounterFlusher } from './counter.flusher.js';
+import { CounterHealth } from './counter.health.js';
 import { MESSAGES } from './counter.messages.js';
 import { CounterReader, type RowRequest } from './counter.reader.js';
 import { CounterRegistry, type CountedEntity, type CounterField } from './counter.registry.js';
@@ -11,6 +12,7 @@ import { CounterRowNotFoundError } from './exceptions/counter-row-not-found.erro
 import { CounterSeedContentionError } from './exceptions/counter-seed-contention.error.js';
 import { CounterStoreUnavailableError } from './exceptions/counter-store-unavailable.error.js';
 import { InvalidCounterDeltaError } from './exceptions/invalid-counter-delta.error.js';
+import type { CounterStatus } from './interfaces/counter-status.interface.js';
 import type { FlushReport } from './interfaces/flush-report.interface.js';
 import { CounterKeys } from './redis/keys.js';
 import { CounterStore } from './redis/counter.store.js';
@@ -29,6 +31,7 @@ export class CounterService {
     private readonly keys: CounterKeys,
     private readonly reader: CounterReader,
     private readonly flusher: CounterFlusher,
+    private readonly health: CounterHealth,
   ) {}
 
   /**
@@ -119,6 +122,32 @@ export class CounterService {
   /** Writes every pending change to the database now (the scheduled flush does the same). */
   flush(): Promise<FlushReport> {
     return this.flusher.flush();
+  }
+
+  /**
+   * The backlog in Redis (rows waiting for the database, oldest change's age: all instances together)
+   * and this instance's flushing (last success, last failure, data losses it detected). With Redis
+   * down it still answers, with the backlog fields null. One round trip per Redis node.
+   */
+  async status(): Promise<CounterStatus> {
+    const { lastSuccessfulFlushAt, lastFailedFlushAt, lastFlushError, consecutiveFailedFlushes, lastRedisDataLoss } =
+      this.health;
+    const flushing = { lastSuccessfulFlushAt, lastFailedFlushAt, lastFlushError, consecutiveFailedFlushes, lastRedisDataLoss };
+    const shards = this.registry.all().flatMap((entity) => this.keys.shardsOf(entity.key));
+    try {
+      const backlog = await this.store.backlog(shards);
+      const ages = backlog.flatMap((shard) => (shard.oldestAgeMs === null ? [] : [shard.oldestAgeMs]));
+      return {
+        redisAvailable: true,
+        pendingRows: backlog.reduce((sum, shard) => sum + shard.dirtyRows + shard.batchRows, 0),
+        inFlightBatches: backlog.filter((shard) => shard.batchRows > 0).length,
+        oldestPendingAgeMs: ages.length === 0 ? null : Math.max(...ages),
+        ...flushing,
+      };
+    } catch (error) {
+      if (!(error instanceof CounterStoreUnavailableError)) throw error;
+      return { redisAvailable: false, pendingRows: null, inFlightBatches: null, oldestPendingAgeMs: null, ...flushing };
+    }
   }
 
   private async change(entity: EntityClass, id: string | number, counter: string, delta: number): Promise<number> {

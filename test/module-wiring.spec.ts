@@ -15,7 +15,7 @@ import {
 import { CounterKeys } from '../lib/redis/keys.js';
 import { CounterRedisHandle } from '../lib/redis/redis-connection.js';
 import { createTestDatabase, DATABASES, type TestDatabase } from './support/databases.js';
-import { Article, ENTITIES, Remark } from './support/entities.js';
+import { Article, Badge, ENTITIES, Remark } from './support/entities.js';
 import {
   CompositeKeyCounter,
   DuplicateCounter,
@@ -147,8 +147,12 @@ describe.each(DATABASES)('module wiring on %s', (databaseName) => {
     const encoded = encodeURIComponent(String(article.id));
     const shard = keys.shard(reader.getMetadata(Article).tablePath, keys.shardOf(encoded));
     expect(await redis.hgetall(shard.row(encoded))).toEqual({ 'b:like_count': '4', 'b:view_count': '40', 'p:like_count': '3' });
-    expect(await redis.smembers(shard.dirty)).toEqual([encoded]);
-    expect((await scanKeys(redis, prefix)).sort()).toEqual([shard.dirty, shard.row(encoded)].sort());
+    expect(await redis.zrange(shard.dirty, '0', '-1')).toEqual([encoded]);
+    // Besides the row and its dirty set: one generation key per shard of each entity, marked at bootstrap.
+    const generations = [Article, Remark, Badge].flatMap((entity) =>
+      keys.shardsOf(reader.getMetadata(entity).tablePath).map((each) => each.generation),
+    );
+    expect((await scanKeys(redis, prefix)).sort()).toEqual([shard.dirty, shard.row(encoded), ...generations].sort());
 
     const handle = app.get(CounterRedisHandle);
     expect(handle.owned).toBe(true);

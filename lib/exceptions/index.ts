@@ -1,6 +1,7 @@
 export * from './counter.error.js';
 export * from './counter-configuration.error.js';
 export * from './counter-out-of-range.error.js';
+export * from './counter-replication-lag.error.js';
 export * from './counter-row-not-found.error.js';
 export * from './counter-seed-contention.error.js';
 export * from './counter-store-unavailable.error.js';

@@ -1,13 +1,26 @@
-import type { Cluster, Redis, RedisOptions } from 'ioredis';
+import type { Cluster, ClusterNode, ClusterOptions, Redis, RedisOptions } from 'ioredis';
+
+/** A Redis Cluster for the module to connect to (it creates the ioredis `Cluster` and closes it). */
+export interface CounterClusterConnection {
+  /** Startup nodes: at least one reachable node; the others are discovered. */
+  clusterNodes: ClusterNode[];
+  /**
+   * ioredis cluster options. The module overrides the ones that would resend a command after its
+   * caller was told it failed (`enableOfflineQueue`, `retryDelayOnFailover`, and in `redisOptions`
+   * `autoResendUnfulfilledCommands`, `maxRetriesPerRequest`, the timeouts).
+   */
+  clusterOptions?: ClusterOptions;
+}
 
 /** A Redis connection the module can use: a client you own, or what the module should connect with. */
-export type CounterRedisConnection = Redis | Cluster | RedisOptions | string;
+export type CounterRedisConnection = Redis | Cluster | RedisOptions | CounterClusterConnection | string;
 
 /** Options of `CounterModule.forRoot()` / `forRootAsync()`. Every field is optional. */
 export interface CounterModuleOptions {
   /**
-   * An existing ioredis `Redis` or `Cluster` (the module never closes it), or ioredis options or a
-   * `redis://` URL (the module creates the client and closes it on shutdown).
+   * An existing ioredis `Redis` or `Cluster` (the module never closes it); or a `redis://` URL, ioredis
+   * options, or `{ clusterNodes, clusterOptions }` for a Redis Cluster (the module creates the client
+   * and closes it on shutdown).
    * @default 'redis://127.0.0.1:6379'
    */
   redis?: CounterRedisConnection;

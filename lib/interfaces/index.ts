@@ -1,3 +1,4 @@
 export * from './counted-options.interface.js';
 export * from './counter-module-options.interface.js';
 export * from './flush-report.interface.js';
+export * from './counter-status.interface.js';

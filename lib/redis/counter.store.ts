@@ -1,4 +1,5 @@
 import type { ChainableCommander } from 'ioredis';
+import { CounterReplicationLagError } from '../exceptions/counter-replication-lag.error.js';
 import { CounterStoreUnavailableError } from '../exceptions/counter-store-unavailable.error.js';
 import { MESSAGES } from '../counter.messages.js';
 import { ACK_LUA } from './scripts/ack.script.js';
@@ -7,6 +8,7 @@ import { INCREMENT_LUA } from './scripts/increment.script.js';
 import { READ_LUA } from './scripts/read.script.js';
 import { RELEASE_LUA } from './scripts/release.script.js';
 import { SEED_LUA } from './scripts/seed.script.js';
+import { STATUS_LUA } from './scripts/status.script.js';
 import type { ShardKeys } from './keys.js';
 import { isCluster, type RedisClient } from './redis-connection.js';
 
@@ -17,9 +19,10 @@ const SCRIPTS = {
   nestjsCounterIncrement: { lua: INCREMENT_LUA, numberOfKeys: 3 },
   nestjsCounterRead: { lua: READ_LUA },
   nestjsCounterSeed: { lua: SEED_LUA },
-  nestjsCounterClaim: { lua: CLAIM_LUA, numberOfKeys: 3 },
+  nestjsCounterClaim: { lua: CLAIM_LUA, numberOfKeys: 4 },
   nestjsCounterAck: { lua: ACK_LUA, numberOfKeys: 4 },
   nestjsCounterRelease: { lua: RELEASE_LUA, numberOfKeys: 1 },
+  nestjsCounterStatus: { lua: STATUS_LUA, numberOfKeys: 2 },
 } as const;
 
 type ScriptName = keyof typeof SCRIPTS;
@@ -37,6 +40,12 @@ export type IncrementOutcome =
   | { kind: 'applied'; value: number }
   | { kind: 'unseeded'; generation: string }
   | { kind: 'out-of-range'; current: number };
+
+/**
+ * Replies with which Redis refuses a command without running it, while a cluster moves slots or fails
+ * over: an outage to wait out, not a bug.
+ */
+const TRANSIENT_REFUSAL = /^(MOVED|ASK|TRYAGAIN|CLUSTERDOWN|LOADING|MASTERDOWN|READONLY)\b/;
 
 export interface ShardRowsRequest {
   shard: ShardKeys;
@@ -65,10 +74,25 @@ export interface BatchEntry {
   delta: number;
 }
 
-export type ClaimOutcome =
+/**
+ * `dataLost`: the shard's generation key was gone (Redis lost the shard's data) and was recreated.
+ * `generation`: the shard's generation when claimed; it only grows unless Redis loses the shard's data.
+ */
+export type ClaimOutcome = { dataLost: boolean; generation: number } & (
   | { kind: 'busy' }
   | { kind: 'empty' }
-  | { kind: 'batch'; recovered: boolean; batchId: string; more: boolean; entries: BatchEntry[] };
+  | { kind: 'batch'; recovered: boolean; batchId: string; more: boolean; entries: BatchEntry[] }
+);
+
+/** What one shard has waiting for the database. */
+export interface ShardBacklog {
+  /** Rows with changes not yet claimed. */
+  dirtyRows: number;
+  /** Rows in the shard's claimed batch (0 when there is none). */
+  batchRows: number;
+  /** Age of the oldest change waiting (dirty or claimed), in ms; null when nothing waits. */
+  oldestAgeMs: number | null;
+}
 
 export interface ClaimRequest {
   token: string;
@@ -82,7 +106,13 @@ export interface ClaimRequest {
 export class CounterStore {
   private readonly client: ScriptClient;
 
-  constructor(client: RedisClient) {
+  /**
+   * @param replicaWaitMs on a cluster, how long a claim waits for the replicas of its node (see `claim`).
+   */
+  constructor(
+    client: RedisClient,
+    private readonly replicaWaitMs: number,
+  ) {
     for (const [name, definition] of Object.entries(SCRIPTS)) {
       if (typeof (client as unknown as Record<string, unknown>)[name] !== 'function') {
         client.defineCommand(name, definition);
@@ -160,23 +190,42 @@ export class CounterStore {
     });
   }
 
+  /**
+   * Takes the shard's lease and claims a batch (or the batch left behind). On a cluster the claim must
+   * reach the replicas before the batch is written to the database: a replica promoted without it would
+   * still hold the deltas as pending and flush them a second time. So the claim is followed, in the same
+   * round trip, by `WAIT` for every replica of its node; if they do not confirm in time, the batch stays
+   * claimed in Redis and a later flush picks it up (as a left-behind batch) and waits again.
+   */
   async claim(shard: ShardKeys, request: ClaimRequest): Promise<ClaimOutcome> {
-    const reply = (await this.call(() =>
-      this.client.nestjsCounterClaim(
-        shard.dirty,
-        shard.batch,
-        shard.lease,
-        shard.rowPrefix,
-        request.token,
-        request.leaseMs,
-        request.batchId,
-        request.limit,
-        request.ttlSeconds,
-        Date.now(),
-      ),
-    )) as string[];
-    const [kind, batchId, more, ...flat] = reply;
-    if (kind === 'busy' || kind === 'empty') return { kind };
+    const args = [
+      shard.dirty,
+      shard.batch,
+      shard.lease,
+      shard.generation,
+      shard.rowPrefix,
+      request.token,
+      request.leaseMs,
+      request.batchId,
+      request.limit,
+      request.ttlSeconds,
+      Date.now(),
+    ];
+    const replicas = this.replicasOf(shard);
+    const reply = (await this.call(async () => {
+      if (replicas === 0) return this.client.nestjsCounterClaim(...args);
+      const pipeline = (this.client.pipeline() as ScriptPipeline).nestjsCounterClaim(...args);
+      pipeline.wait(replicas, this.replicaWaitMs);
+      const [claimed, confirmed] = unwrap((await pipeline.exec()) ?? []) as [string[], number];
+      const [kind, , , batchId] = claimed;
+      if ((kind === 'claimed' || kind === 'pending') && batchId !== '' && confirmed < replicas) {
+        throw new CounterReplicationLagError(MESSAGES.claimNotReplicated(confirmed, replicas, this.replicaWaitMs));
+      }
+      return claimed;
+    })) as string[];
+    const [kind, lost, generation, batchId, more, ...flat] = reply;
+    const shardState = { dataLost: Number(lost) === 1, generation: Number(generation) };
+    if (kind === 'busy' || kind === 'empty') return { kind, ...shardState };
     const entries: BatchEntry[] = [];
     for (let i = 0; i < flat.length; i += 2) {
       const separator = flat[i].indexOf('\n');
@@ -186,7 +235,7 @@ export class CounterStore {
         delta: Number(flat[i + 1]),
       });
     }
-    return { kind: 'batch', recovered: kind === 'pending', batchId, more: Number(more) === 1, entries };
+    return { kind: 'batch', ...shardState, recovered: kind === 'pending', batchId, more: Number(more) === 1, entries };
   }
 
   /** Returns false when the batch had already been acknowledged (by a flusher that took over). */
@@ -219,25 +268,75 @@ export class CounterStore {
     await this.call(() => this.client.nestjsCounterRelease(shard.lease, token));
   }
 
-  private async runPerShard<T>(
+  /**
+   * One script call per shard, in one pipeline per node: a single Redis takes them all in one round
+   * trip, a cluster one round trip per node touched (a cluster pipeline must stay on one node).
+   */
+  /** What each shard has waiting for the database: one round trip per node. */
+  async backlog(shards: ShardKeys[]): Promise<ShardBacklog[]> {
+    const replies = await this.runPerShard(
+      shards.map((shard) => ({ shard })),
+      (target, { shard }) => target.nestjsCounterStatus(shard.dirty, shard.batch),
+    );
+    return replies.map((reply) => {
+      const [dirtyRows, dirtySince, batchRows, batchSince, now] = (reply as Arg[]).map(String);
+      const since = [dirtySince, batchSince].filter((value) => value !== '').map(Number);
+      return {
+        dirtyRows: Number(dirtyRows),
+        batchRows: batchRows === '' ? 0 : Number(batchRows),
+        oldestAgeMs: since.length === 0 ? null : Math.max(0, Number(now) - Math.min(...since)),
+      };
+    });
+  }
+
+  /**
+   * Creates the shards' generation keys where missing. They never expire, so a later claim that finds
+   * one missing knows Redis lost that shard's data.
+   */
+  async markShards(shards: ShardKeys[]): Promise<void> {
+    await this.runPerShard(
+      shards.map((shard) => ({ shard })),
+      (target, { shard }) => target.set(shard.generation, '0', 'NX'),
+    );
+  }
+
+  private async runPerShard<T extends { shard: ShardKeys }>(
     requests: T[],
-    send: (target: ScriptCommands<unknown>, request: T) => unknown,
+    send: (target: ScriptPipeline, request: T) => unknown,
   ): Promise<unknown[]> {
     if (requests.length === 0) return [];
     return this.call(async () => {
-      // A cluster pipeline must stay on one node; script calls of different shards go out together
-      // and ioredis routes each to its node. A single Redis takes them all in one pipeline.
-      if (isCluster(this.client)) {
-        return Promise.all(requests.map((request) => send(this.client, request) as Promise<unknown>));
-      }
-      const pipeline = this.client.pipeline() as ScriptPipeline;
-      for (const request of requests) send(pipeline, request);
-      const results = (await pipeline.exec()) ?? [];
-      return results.map(([error, reply]: [Error | null, unknown]) => {
-        if (error) throw error;
-        return reply;
-      });
+      const replies: unknown[] = new Array(requests.length);
+      await Promise.all(
+        this.groupByNode(requests).map(async (indexes) => {
+          const pipeline = this.client.pipeline() as ScriptPipeline;
+          for (const index of indexes) send(pipeline, requests[index]);
+          unwrap((await pipeline.exec()) ?? []).forEach((reply, i) => (replies[indexes[i]] = reply));
+        }),
+      );
+      return replies;
     });
+  }
+
+  /** Indexes of the requests, grouped by the node (master and replicas) that serves their shard. */
+  private groupByNode(requests: Array<{ shard: ShardKeys }>): number[][] {
+    if (!isCluster(this.client)) return [requests.map((_, index) => index)];
+    const slots = this.client.slots;
+    const groups = new Map<string, number[]>();
+    requests.forEach(({ shard }, index) => {
+      // Before the slot map is known, each shard goes on its own; ioredis routes it.
+      const node = slots[shard.slot]?.join(',') ?? `slot:${shard.slot}`;
+      const group = groups.get(node);
+      if (group) group.push(index);
+      else groups.set(node, [index]);
+    });
+    return [...groups.values()];
+  }
+
+  /** Replicas of the node that serves a shard; 0 on a single Redis. */
+  private replicasOf(shard: ShardKeys): number {
+    if (!isCluster(this.client)) return 0;
+    return Math.max(0, (this.client.slots[shard.slot]?.length ?? 1) - 1);
   }
 
   private async call<T>(operation: () => Promise<T>): Promise<T> {
@@ -247,11 +346,23 @@ export class CounterStore {
     try {
       return await operation();
     } catch (error) {
-      // A ReplyError is Redis refusing a command: a bug to surface, not an outage.
-      if (error instanceof Error && error.name !== 'ReplyError') {
+      if (!(error instanceof Error) || error instanceof CounterReplicationLagError) throw error;
+      if (error.name === 'ReplyError' && TRANSIENT_REFUSAL.test(error.message)) {
+        throw new CounterStoreUnavailableError(MESSAGES.storeUnavailable(error.message, false), { cause: error });
+      }
+      // Any other ReplyError is Redis refusing a command: a bug to surface, not an outage.
+      if (error.name !== 'ReplyError') {
         throw new CounterStoreUnavailableError(MESSAGES.storeUnavailable(error.message, true), { cause: error });
       }
       throw error;
     }
   }
+}
+
+/** The replies of an executed pipeline; the first command error is thrown. */
+function unwrap(results: Array<[Error | null, unknown]>): unknown[] {
+  return results.map(([error, reply]) => {
+    if (error) throw error;
+    return reply;
+  });
 }

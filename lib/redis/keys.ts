@@ -1,3 +1,5 @@
+import calculateSlot from 'cluster-key-slot';
+
 /**
  * Key layout. The hash tag is the shard, not the row: `ctr:{article:17}:r:42` is row 42 of shard 17
  * and `ctr:{article:17}:dirty` that shard's dirty set, so a row and everything a script touches with it
@@ -31,6 +33,11 @@ export class CounterKeys {
     return (hash >>> 0) % this.shards;
   }
 
+  /** Every shard of an entity. */
+  shardsOf(entityKey: string): ShardKeys[] {
+    return Array.from({ length: this.shards }, (_, shard) => this.shard(entityKey, shard));
+  }
+
   shard(entityKey: string, shard: number): ShardKeys {
     const tag = `${this.prefix}:{${encodeURIComponent(entityKey)}:${shard}}`;
     let keys = this.cache.get(tag);
@@ -49,8 +56,11 @@ export class ShardKeys {
   readonly batch: string;
   readonly generation: string;
   readonly rowPrefix: string;
+  /** The cluster slot of every key of the shard. */
+  readonly slot: number;
 
   constructor(readonly tag: string) {
+    this.slot = calculateSlot(tag);
     this.dirty = `${tag}:dirty`;
     this.lease = `${tag}:lease`;
     this.batch = `${tag}:batch`;

@@ -1,7 +1,10 @@
 import { Logger } from '@nestjs/common';
-import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import { MESSAGES } from '../counter.messages.js';
-import type { CounterRedisConnection } from '../interfaces/counter-module-options.interface.js';
+import type {
+  CounterClusterConnection,
+  CounterRedisConnection,
+} from '../interfaces/counter-module-options.interface.js';
 
 export type RedisClient = Redis | Cluster;
 
@@ -33,8 +36,9 @@ export class CounterRedisHandle {
       enableOfflineQueue: false,
       autoResendUnfulfilledCommands: false,
     };
-    const client =
-      typeof connection === 'string'
+    const client = isClusterConnection(connection)
+      ? new Cluster(connection.clusterNodes, failFastCluster(connection.clusterOptions, failFast))
+      : typeof connection === 'string'
         ? new Redis(connection, failFast)
         : new Redis({ ...connection, ...failFast });
     const handle = new CounterRedisHandle(client, true);
@@ -91,12 +95,34 @@ export function isRedisClient(value: unknown): value is RedisClient {
   );
 }
 
+function isClusterConnection(value: CounterRedisConnection): value is CounterClusterConnection {
+  return typeof value === 'object' && Array.isArray((value as CounterClusterConnection).clusterNodes);
+}
+
+/**
+ * A cluster retries on its own a command whose connection closed before the reply ("failover"), which
+ * could apply it twice. Redirections (MOVED, ASK, TRYAGAIN, CLUSTERDOWN) stay on: Redis refused those
+ * commands without running them.
+ */
+function failFastCluster(options: ClusterOptions = {}, failFast: RedisOptions): ClusterOptions {
+  const { enableOfflineQueue: _queue, ...nodeFailFast } = failFast;
+  return {
+    ...options,
+    enableOfflineQueue: false,
+    retryDelayOnFailover: 0,
+    redisOptions: { ...options.redisOptions, ...nodeFailFast },
+  };
+}
+
 export function isCluster(client: RedisClient): client is Cluster {
   return client instanceof Cluster || (client as { isCluster?: boolean }).isCluster === true;
 }
 
 /** Whether a client may send a command after its caller was told it failed. */
 function replaysCommands(client: RedisClient): boolean {
-  const options: RedisOptions = isCluster(client) ? (client.options.redisOptions ?? {}) : client.options;
-  return options.autoResendUnfulfilledCommands !== false || options.enableOfflineQueue !== false;
+  if (isCluster(client)) {
+    const { enableOfflineQueue, retryDelayOnFailover, redisOptions = {} } = client.options;
+    return enableOfflineQueue !== false || retryDelayOnFailover !== 0 || redisOptions.autoResendUnfulfilledCommands !== false;
+  }
+  return client.options.autoResendUnfulfilledCommands !== false || client.options.enableOfflineQueue !== false;
 }

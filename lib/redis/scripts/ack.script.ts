@@ -23,7 +23,7 @@ local missing = {}
 for i = 6, #ARGV do
   missing[ARGV[i]] = true
   redis.call('DEL', ARGV[1] .. ARGV[i])
-  redis.call('SREM', KEYS[4], ARGV[i])
+  redis.call('ZREM', KEYS[4], ARGV[i])
 end
 local entries = redis.call('HGETALL', KEYS[1])
 local seen, touched = {}, {}

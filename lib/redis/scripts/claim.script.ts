@@ -3,26 +3,37 @@ import { ROW_HELPERS_LUA } from './row-helpers.lua.js';
 /**
  * Takes (or renews) a shard's lease and claims a batch: moves pending deltas into flight.
  *
- * KEYS[1] dirty set, KEYS[2] batch hash, KEYS[3] lease (all one slot).
+ * KEYS[1] dirty set (sorted by when each row became dirty), KEYS[2] batch hash, KEYS[3] lease,
+ * KEYS[4] generation (all one slot).
  * ARGV[1] row key prefix of the shard, ARGV[2] lease token, ARGV[3] lease ms, ARGV[4] new batch id,
  * ARGV[5] max rows, ARGV[6] TTL of clean rows (seconds), ARGV[7] now (ms).
- * Returns {'busy'} when another flusher holds the lease; {'empty'} when nothing is dirty (no lease
- * taken); {'pending', batchId, more, field, delta, …} when a batch left behind must be finished first;
- * {'claimed', batchId, more, field, delta, …} for a new batch ({'claimed', '', more} if every delta
- * netted to zero). A field is "<encoded id>\\n<counter>"; more is 1 while the dirty set is not empty.
+ * Every reply starts with {kind, lost, generation}: lost is 1 when the shard's generation key was
+ * missing (it never expires, so Redis lost this shard's data: restart without persistence, failover to a
+ * replica that was behind, eviction); the key is then recreated at 0. Then:
+ * {'busy', lost, gen} when another flusher holds the lease; {'empty', lost, gen} when nothing is dirty
+ * (no lease taken); {'pending', lost, gen, batchId, more, field, delta, …} when a batch left behind must
+ * be finished first; {'claimed', lost, gen, batchId, more, field, delta, …} for a new batch
+ * ({'claimed', lost, gen, '', more} if every delta netted to zero). A field is "<encoded id>\n<counter>"; more is 1 while rows are dirty.
+ * Rows are claimed oldest first, so no row waits behind newer ones.
  *
  * Invariant: every delta is in exactly one place: a row's p: field (and the id in the dirty set), or a
  * row's f: field and the batch hash. Nothing is removed here; the ack moves f: into b:.
  */
 export const CLAIM_LUA = ROW_HELPERS_LUA + `
+local lost = 0
+if redis.call('EXISTS', KEYS[4]) == 0 then
+  redis.call('SET', KEYS[4], '0')
+  lost = 1
+end
+local gen = redis.call('GET', KEYS[4])
 local holder = redis.call('GET', KEYS[3])
 if holder and holder ~= ARGV[2] then
-  return {'busy'}
+  return {'busy', lost, gen}
 end
 local pending = redis.call('HGET', KEYS[2], '#id')
 if pending then
   redis.call('SET', KEYS[3], ARGV[2], 'PX', ARGV[3])
-  local out = {'pending', pending, redis.call('SCARD', KEYS[1]) > 0 and 1 or 0}
+  local out = {'pending', lost, gen, pending, redis.call('ZCARD', KEYS[1]) > 0 and 1 or 0}
   local entries = redis.call('HGETALL', KEYS[2])
   for i = 1, #entries, 2 do
     if string.sub(entries[i], 1, 1) ~= '#' then
@@ -32,13 +43,14 @@ if pending then
   end
   return out
 end
-if redis.call('SCARD', KEYS[1]) == 0 then
-  return {'empty'}
+if redis.call('ZCARD', KEYS[1]) == 0 then
+  return {'empty', lost, gen}
 end
 redis.call('SET', KEYS[3], ARGV[2], 'PX', ARGV[3])
-local ids = redis.call('SPOP', KEYS[1], ARGV[5])
+local popped = redis.call('ZPOPMIN', KEYS[1], ARGV[5])
 local entries = {}
-for _, id in ipairs(ids) do
+for p = 1, #popped, 2 do
+  local id = popped[p]
   local row = ARGV[1] .. id
   local fields = redis.call('HGETALL', row)
   for i = 1, #fields, 2 do
@@ -55,12 +67,13 @@ for _, id in ipairs(ids) do
   end
   expire_if_clean(row, ARGV[6])
 end
-local more = redis.call('SCARD', KEYS[1]) > 0 and 1 or 0
+local more = redis.call('ZCARD', KEYS[1]) > 0 and 1 or 0
 if #entries == 0 then
-  return {'claimed', '', more}
+  return {'claimed', lost, gen, '', more}
 end
-redis.call('HSET', KEYS[2], '#id', ARGV[4], '#at', ARGV[7], unpack(entries))
-local out = {'claimed', ARGV[4], more}
+-- #since: when the oldest row of the batch became dirty (the first popped); #rows: rows in the batch.
+redis.call('HSET', KEYS[2], '#id', ARGV[4], '#at', ARGV[7], '#since', popped[2], '#rows', #popped / 2, unpack(entries))
+local out = {'claimed', lost, gen, ARGV[4], more}
 for i = 1, #entries do out[#out + 1] = entries[i] end
 return out
 `;

@@ -3,7 +3,7 @@ import { LIVE_VALUE_LUA } from './live-value.lua.js';
 /**
  * Changes one counter of one row.
  *
- * KEYS[1] row hash, KEYS[2] the shard's dirty set, KEYS[3] the shard's generation (all one slot).
+ * KEYS[1] row hash, KEYS[2] the shard's dirty set (sorted by when each row became dirty), KEYS[3] the shard's generation (all one slot).
  * ARGV[1] encoded row id, ARGV[2] counter, ARGV[3] delta, ARGV[4] min, ARGV[5] max.
  * Returns {1, newValue} when applied; {0, generation} when the row has no base yet (nothing written:
  * the caller seeds it and calls again); {2, currentValue} when the new value would leave [min, max]
@@ -26,7 +26,10 @@ if nextValue < tonumber(ARGV[4]) or nextValue > tonumber(ARGV[5]) then
 end
 if delta ~= 0 then
   redis.call('HINCRBY', KEYS[1], 'p:' .. counter, ARGV[3])
-  redis.call('SADD', KEYS[2], ARGV[1])
+  if not redis.call('ZSCORE', KEYS[2], ARGV[1]) then
+    local now = redis.call('TIME')
+    redis.call('ZADD', KEYS[2], now[1] * 1000 + math.floor(now[2] / 1000), ARGV[1])
+  end
   redis.call('PERSIST', KEYS[1])
 end
 return {1, exact(nextValue)}

@@ -1,0 +1,33 @@
+/** A loss of counter data in Redis, as detected by this instance. */
+export interface RedisDataLossReport {
+  /** When this instance noticed it. */
+  detectedAt: Date;
+  /** Shards whose data was gone. */
+  shards: number;
+  /**
+   * This instance's last successful flush before the loss. Changes acknowledged before it are in the
+   * database; the ones after it and not yet flushed are what was lost, at most.
+   */
+  lastSuccessfulFlushAt: Date | null;
+}
+
+/** What `CounterService.status()` reports: the backlog in Redis and this instance's flushing. */
+export interface CounterStatus {
+  /** Whether Redis answered. When it did not, the backlog fields are null. */
+  redisAvailable: boolean;
+  /** Rows whose changes wait in Redis for the database (dirty, or in a claimed batch), all instances. */
+  pendingRows: number | null;
+  /** Batches claimed and not yet acknowledged: being written, or left by a flush that failed. */
+  inFlightBatches: number | null;
+  /** Age of the oldest change not yet in the database, in milliseconds; null when nothing waits. */
+  oldestPendingAgeMs: number | null;
+  /** This instance's last flush that wrote everything it found. */
+  lastSuccessfulFlushAt: Date | null;
+  /** This instance's last flush that failed (fully or for some shards), and its first error. */
+  lastFailedFlushAt: Date | null;
+  lastFlushError: string | null;
+  /** Flushes in a row that failed on this instance; the scheduled flush backs off while it grows. */
+  consecutiveFailedFlushes: number;
+  /** The last loss of Redis data this instance detected, if any. */
+  lastRedisDataLoss: RedisDataLossReport | null;
+}

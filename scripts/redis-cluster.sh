@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# A local Redis Cluster for tests: three masters and three replicas on 127.0.0.1:7000-7005, each node
+# with its own directory under a temporary folder. No persistence: the nodes are throwaway.
+#
+#   scripts/redis-cluster.sh start    start the nodes (if not running), join them, wait for cluster_state:ok
+#   scripts/redis-cluster.sh stop     shut the nodes down and remove their directories
+#   scripts/redis-cluster.sh status   print cluster_state and the nodes
+#
+# REDIS_CLUSTER_DIR overrides the folder (default: $TMPDIR/nestjs-counter-cluster).
+set -euo pipefail
+
+PORTS=(7000 7001 7002 7003 7004 7005)
+HOST=127.0.0.1
+DIR=${REDIS_CLUSTER_DIR:-${TMPDIR:-/tmp}/nestjs-counter-cluster}
+# Short enough that a killed master fails over within a chaos scenario, long enough not to flap on a
+# busy 2-core machine.
+NODE_TIMEOUT_MS=${REDIS_CLUSTER_NODE_TIMEOUT_MS:-3000}
+
+node_up() { redis-cli -h "$HOST" -p "$1" ping 2>/dev/null | grep -q PONG; }
+cluster_ok() { redis-cli -h "$HOST" -p "${PORTS[0]}" cluster info 2>/dev/null | grep -q 'cluster_state:ok'; }
+# Every node must agree, or a client that asks a slow node for the slot map can still be refused.
+all_nodes_ok() {
+  for port in "${PORTS[@]}"; do
+    redis-cli -h "$HOST" -p "$port" cluster info 2>/dev/null | grep -q 'cluster_state:ok' || return 1
+  done
+}
+
+# The replicas are attached a moment after cluster_state:ok; failover scenarios need them.
+replicas_attached() {
+  [ "$(redis-cli -h "$HOST" -p "${PORTS[0]}" cluster nodes 2>/dev/null | grep -c ' slave ')" -eq 3 ]
+}
+
+wait_until() { # seconds, description, command...
+  local seconds=$1 what=$2
+  shift 2
+  for _ in $(seq 1 $((seconds * 10))); do
+    if "$@"; then return 0; fi
+    sleep 0.1
+  done
+  echo "redis-cluster: $what not reached within ${seconds}s" >&2
+  return 1
+}
+
+start() {
+  if cluster_ok && all_nodes_ok && replicas_attached; then
+    echo "redis-cluster: already running on ${HOST}:${PORTS[0]}-${PORTS[-1]}"
+    return 0
+  fi
+  mkdir -p "$DIR"
+  for port in "${PORTS[@]}"; do
+    if node_up "$port"; then continue; fi
+    mkdir -p "$DIR/$port"
+    rm -f "$DIR/$port/nodes.conf"
+    redis-server --port "$port" --bind "$HOST" --daemonize yes \
+      --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout "$NODE_TIMEOUT_MS" \
+      --dir "$DIR/$port" --logfile "$DIR/$port/redis.log" --pidfile "$DIR/$port/redis.pid" \
+      --save "" --appendonly no
+  done
+  for port in "${PORTS[@]}"; do wait_until 10 "node $port answering" node_up "$port"; done
+  if ! cluster_ok; then
+    local nodes=()
+    for port in "${PORTS[@]}"; do nodes+=("$HOST:$port"); done
+    redis-cli --cluster create "${nodes[@]}" --cluster-replicas 1 --cluster-yes >"$DIR/create.log"
+  fi
+  wait_until 30 "cluster_state:ok on every node" all_nodes_ok
+  wait_until 30 "three replicas attached" replicas_attached
+  echo "redis-cluster: up on ${HOST}:${PORTS[0]}-${PORTS[-1]} (directory $DIR)"
+}
+
+stop() {
+  for port in "${PORTS[@]}"; do
+    redis-cli -h "$HOST" -p "$port" shutdown nosave >/dev/null 2>&1 || true
+  done
+  rm -rf "$DIR"
+  echo "redis-cluster: stopped"
+}
+
+status() {
+  redis-cli -h "$HOST" -p "${PORTS[0]}" cluster info | grep cluster_state
+  redis-cli -h "$HOST" -p "${PORTS[0]}" cluster nodes
+}
+
+case "${1:-}" in
+  start) start ;;
+  stop) stop ;;
+  status) status ;;
+  *)
+    echo "usage: $0 start|stop|status" >&2
+    exit 2
+    ;;
+esac
