@@ -29,7 +29,7 @@ export const COUNTER_DEFAULTS = {
 export const SEED_ATTEMPTS = 20;
 
 /** Attempts at a batch transaction that failed with a deadlock or serialization error. */
-export const TRANSACTION_ATTEMPTS = 3;
+export const TRANSACTION_ATTEMPTS = 5;
 
 /** Internal token of the TypeORM data source whose entities are counted. */
 export const COUNTER_DATA_SOURCE = 'counter:data-source';

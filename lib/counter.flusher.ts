@@ -107,7 +107,7 @@ export class CounterFlusher implements OnApplicationBootstrap {
         limit: this.options.flushBatchSize,
         ttlSeconds: this.options.cleanRowTtlSeconds,
       });
-      if (!holding && this.lostData(work, claim)) lost.shards++;
+      if (this.lostData(work, claim)) lost.shards++;
       if (claim.kind === 'busy') {
         report.busyShards++;
         return;
@@ -118,7 +118,7 @@ export class CounterFlusher implements OnApplicationBootstrap {
       }
       if (claim.entries.length > 0) {
         const missing = await this.apply(work, claim.batchId, claim.recovered, claim.entries, report);
-        await this.store.ack(
+        const acknowledged = await this.store.ack(
           work.keys,
           claim.batchId,
           token,
@@ -126,6 +126,8 @@ export class CounterFlusher implements OnApplicationBootstrap {
           missing,
           this.options.cleanRowTtlSeconds,
         );
+        // The ack moved the generation on by one (others can only have moved it further).
+        if (acknowledged) this.generations.set(work.keys.tag, claim.generation + 1);
       } else if (!claim.more) {
         await this.store.release(work.keys, token);
       }
@@ -135,9 +137,9 @@ export class CounterFlusher implements OnApplicationBootstrap {
 
   /** Whether the shard's state shows that Redis lost its data since this instance last looked. */
   private lostData(work: ShardWork, claim: { dataLost: boolean; generation: number }): boolean {
-    const seen = this.generations.get(work.keys.tag);
+    const seen = this.generations.get(work.keys.tag) ?? 0;
     this.generations.set(work.keys.tag, claim.generation);
-    return (claim.dataLost && this.shardsMarked) || (seen !== undefined && claim.generation < seen);
+    return (claim.dataLost && this.shardsMarked) || claim.generation < seen;
   }
 
   /** Writes one batch unless the ledger shows it was written; returns the encoded ids of deleted rows. */

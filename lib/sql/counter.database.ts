@@ -72,8 +72,10 @@ export class CounterDatabase {
         return outcome;
       } catch (error) {
         if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
-        if (attempt < TRANSACTION_ATTEMPTS && this.dialect.isTransient(error)) continue;
-        throw error;
+        if (attempt >= TRANSACTION_ATTEMPTS || !this.dialect.isTransient(error)) throw error;
+        // The other transaction holds its locks a little longer: wait (random, growing) before retrying,
+        // so the two do not collide again in lockstep.
+        await new Promise((resolve) => setTimeout(resolve, Math.random() * 25 * 2 ** attempt));
       } finally {
         await runner.release().catch(() => undefined);
       }
