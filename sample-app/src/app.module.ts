@@ -9,6 +9,7 @@ import { CounterErrorsFilter } from './common/counter-errors.filter.js';
 import { counterOptions } from './config/counter-options.factory.js';
 import { databaseOptions } from './config/database-options.factory.js';
 import { DemoModule } from './demo/demo.module.js';
+import { HealthModule } from './health/health.module.js';
 import { ProblemsModule } from './problems/problems.module.js';
 import { SolutionsModule } from './solutions/solutions.module.js';
 
@@ -23,6 +24,7 @@ import { SolutionsModule } from './solutions/solutions.module.js';
     SolutionsModule,
     CommentsModule,
     DemoModule,
+    HealthModule,
   ],
   providers: [{ provide: APP_FILTER, useClass: CounterErrorsFilter }],
 })
