@@ -1,0 +1,80 @@
+// What the instances acknowledged: per target, the sum of the increments a worker replied to with a
+// value (G1's "acknowledged deltas"). An increment that failed is not acknowledged; when its outcome is
+// unknown (the worker died before replying, or Redis timed out after the command was sent) its delta is
+// kept apart as "uncertain": the database may or may not hold it, and the checker allows for it.
+// Deltas are positive only, so that a shortfall is a loss and a surplus a duplicate without ambiguity.
+import { targetKey, type CounterTarget } from './counter-targets.js';
+import { WorkerExitedError, WorkerRequestError, type ChaosWorker } from './chaos-worker.js';
+
+export type IncrementOutcome = 'acknowledged' | 'refused' | 'uncertain';
+
+/** Errors with which the library refuses a change before sending anything. */
+const REFUSED_BEFORE_SENDING = new Set([
+  'CounterOutOfRangeError',
+  'CounterRowNotFoundError',
+  'CounterSeedContentionError',
+  'InvalidCounterDeltaError',
+  'InvalidCounterIdError',
+  'UnknownCountedEntityError',
+  'UnknownCounterError',
+]);
+
+export function outcomeOfFailure(error: unknown): Exclude<IncrementOutcome, 'acknowledged'> {
+  if (error instanceof WorkerRequestError) {
+    if (REFUSED_BEFORE_SENDING.has(error.wire.name)) return 'refused';
+    // CounterStoreUnavailableError says which: "nothing was sent" or "may or may not have been applied".
+    if (error.wire.name === 'CounterStoreUnavailableError' && error.wire.message.includes('nothing was sent')) return 'refused';
+    return 'uncertain';
+  }
+  if (error instanceof WorkerExitedError) return 'uncertain';
+  throw error;
+}
+
+export class AcknowledgedDeltas {
+  private readonly acknowledgedByTarget = new Map<string, number>();
+  private readonly uncertainByTarget = new Map<string, number>();
+  /** Number of increments per outcome. */
+  readonly calls: Record<IncrementOutcome, number> = { acknowledged: 0, refused: 0, uncertain: 0 };
+  /** Names of the errors met, with how often: shows what an instance said when it refused. */
+  readonly errors = new Map<string, number>();
+
+  async increment(worker: ChaosWorker, target: CounterTarget, by: number): Promise<IncrementOutcome> {
+    if (!Number.isSafeInteger(by) || by <= 0) throw new Error(`chaos load uses positive deltas only; got ${by}`);
+    try {
+      await worker.increment(target.entity, target.id, target.counter, by);
+      this.add(this.acknowledgedByTarget, target, by);
+      this.calls.acknowledged++;
+      return 'acknowledged';
+    } catch (error) {
+      const outcome = outcomeOfFailure(error);
+      const name = (error as Error).name;
+      this.errors.set(name, (this.errors.get(name) ?? 0) + 1);
+      if (outcome === 'uncertain') this.add(this.uncertainByTarget, target, by);
+      this.calls[outcome]++;
+      return outcome;
+    }
+  }
+
+  acknowledged(target: CounterTarget): number {
+    return this.acknowledgedByTarget.get(targetKey(target)) ?? 0;
+  }
+
+  uncertain(target: CounterTarget): number {
+    return this.uncertainByTarget.get(targetKey(target)) ?? 0;
+  }
+
+  get totalAcknowledged(): number {
+    return sum(this.acknowledgedByTarget);
+  }
+
+  get totalUncertain(): number {
+    return sum(this.uncertainByTarget);
+  }
+
+  private add(into: Map<string, number>, target: CounterTarget, by: number): void {
+    const key = targetKey(target);
+    into.set(key, (into.get(key) ?? 0) + by);
+  }
+}
+
+const sum = (values: Map<string, number>) => [...values.values()].reduce((total, value) => total + value, 0);

@@ -1,0 +1,109 @@
+// Chaos scenario 1 (issue 3): a flusher killed with SIGKILL at each step of the flush protocol; another
+// instance finishes the work exactly once.
+//
+// Two instances share one database and key prefix. Both take increments; then the victim stops taking
+// them (so every delta sent to it has a known outcome), is armed to stop at the step, flushes, reports
+// the step and is SIGKILLed there. The survivor keeps taking increments, then flushes until nothing is
+// pending (waiting out the victim's lease where it held one). Small batches give each shard several
+// batches, so that "holding the lease" (between two batches) exists.
+import { afterEach, describe, expect, it } from 'vitest';
+import { testSeed } from '../../test/support/seeded-random.js';
+import { FLUSH_STEPS, type FlushStep } from '../worker/worker-protocol.js';
+import { ChaosDeployment, CHAOS_DATABASES } from '../harness/chaos-deployment.js';
+import { recordResult } from '../harness/chaos-results.js';
+import { insertArticleTargets, readTargets } from '../harness/counter-targets.js';
+import { flushUntilSettled, total } from '../harness/final-flush.js';
+import { checkInvariant } from '../harness/invariant.js';
+import { articleRowsLocked, batchInLedger, batchInRedis, leaseHeld } from '../harness/protocol-state.js';
+import { sleep, within } from '../harness/time.js';
+
+const LEASE_MS = 1_500;
+const ROWS = 40;
+
+/** Where the stopped batch must stand once its flusher is dead: the proof that it died at that step. */
+const AT_THE_KILL: Record<FlushStep, { inRedis: boolean; inLedger: boolean; leaseHeld?: boolean }> = {
+  'holding-lease': { inRedis: false, inLedger: true, leaseHeld: true },
+  'after-claim': { inRedis: true, inLedger: false },
+  'in-transaction': { inRedis: true, inLedger: false },
+  'after-commit': { inRedis: true, inLedger: true },
+  'after-ack': { inRedis: false, inLedger: true, leaseHeld: false },
+};
+
+describe.each(CHAOS_DATABASES)('scenario 1: a flusher killed with SIGKILL at each step, on %s', (databaseName) => {
+  let deployment: ChaosDeployment | undefined;
+  afterEach(async () => {
+    await deployment?.close();
+    deployment = undefined;
+  });
+
+  it.each(Object.keys(FLUSH_STEPS) as FlushStep[])('killed at %s: another instance finishes the work', async (step) => {
+    const began = Date.now();
+    const seed = testSeed();
+    deployment = await ChaosDeployment.create(databaseName, `s1-${step}`, {
+      shards: 2,
+      flushBatchSize: 5,
+      flushLeaseMs: LEASE_MS,
+    });
+    const { observer, redis, prefix } = deployment;
+    const targets = await insertArticleTargets(observer, ROWS);
+    const start = await readTargets(observer, targets);
+    const articleIds = [...new Set(targets.map((target) => target.id as number))];
+    const [victim, survivor] = await deployment.startWorkers(['victim', 'survivor']);
+    const sampler = deployment.startSampler(targets);
+    const load = deployment.startLoad({ targets, workers: [victim, survivor], seed });
+    await sleep(400);
+
+    // Quiet while the victim flushes: a flusher stays on a shard for as long as its dirty set refills,
+    // and the step must come at a known place (the end of a shard, for 'after-ack'), not by chance.
+    await load.useWorkers([]);
+    await victim.pauseAt(step);
+    const reaching = victim.reached(step);
+    void victim.flush().catch(() => undefined); // never answers: the victim dies in it
+    const reached = await within(reaching, 10_000, `victim reaching ${step}`);
+    // Inside the transaction the UPDATE holds its row locks until the kill rolls it back. (At other steps
+    // a concurrent batch of the victim's, on another shard, may be stopped in its transaction too.)
+    const lockedAtStep = await articleRowsLocked(observer, articleIds);
+    await victim.signal('SIGKILL');
+    await load.useWorkers([survivor]);
+
+    await sleep(200);
+    const ledgerAtKill = await deployment.ledgerRows();
+    const expected = AT_THE_KILL[step];
+    expect(reached.batchId, 'the step names its batch').toBeTruthy();
+    expect(await batchInRedis(redis, prefix, reached.batchId!), 'batch recorded in Redis at the kill').toBe(expected.inRedis);
+    expect(await batchInLedger(observer, reached.batchId!), 'batch in the ledger at the kill').toBe(expected.inLedger);
+    if (step === 'in-transaction') expect(lockedAtStep, 'rows locked by the uncommitted UPDATE').toBe(true);
+    expect(await articleRowsLocked(observer, articleIds), 'rows locked once the victim is dead').toBe(false);
+    if (expected.leaseHeld !== undefined) {
+      expect(await leaseHeld(redis, reached.shard!), "the victim's lease at the kill").toBe(expected.leaseHeld);
+    }
+
+    await sleep(300);
+    const tally = await load.stop();
+    const reports = await flushUntilSettled(survivor, redis, prefix);
+    await sampler.stop();
+    const figures = await checkInvariant({ dataSource: observer, targets, start, tally, sampler });
+    const ledgerRows = await deployment.ledgerRows();
+    const details = {
+      seed,
+      survivorBatches: total(reports, 'batches'),
+      recoveredBatches: total(reports, 'recoveredBatches'),
+      busyShards: total(reports, 'busyShards'),
+      batchesBeforeKill: ledgerAtKill,
+      ledgerRows,
+    };
+    recordResult({ scenario: `1 killed at ${step}`, database: databaseName, ...figures, durationMs: Date.now() - began, details });
+
+    expect(figures.wrong).toEqual([]);
+    expect(figures).toMatchObject({ lost: 0, duplicated: 0, uncertain: 0, backwards: 0 });
+    expect(figures.inDatabase).toBe(figures.acknowledged);
+    expect(tally.calls.refused, [...tally.errors].join(', ')).toBe(0);
+    expect(reports.filter((report) => report.error).map((report) => report.error!.message)).toEqual([]);
+    // The stopped batch was committed once, by whichever got there; every other batch once too.
+    expect(await batchInLedger(observer, reached.batchId!)).toBe(true);
+    expect(ledgerRows).toBe(ledgerAtKill + details.survivorBatches);
+    // A batch left in flight was finished by the survivor; a held lease was waited out, not broken.
+    if (expected.inRedis) expect(details.recoveredBatches).toBeGreaterThanOrEqual(1);
+    if (expected.leaseHeld) expect(details.busyShards).toBeGreaterThanOrEqual(1);
+  });
+});
