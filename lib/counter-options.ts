@@ -12,6 +12,7 @@ const POSITIVE_INTEGERS = [
   'cleanRowTtlSeconds',
   'ledgerRetentionMs',
   'redisCommandTimeoutMs',
+  'databaseTimeoutMs',
 ] as const;
 
 /** Applies the defaults once and refuses options that cannot work. */

@@ -23,13 +23,14 @@ export const COUNTER_DEFAULTS = {
   cleanRowTtlSeconds: 3_600,
   ledgerRetentionMs: 7 * 24 * 3_600_000,
   redisCommandTimeoutMs: 1_000,
+  databaseTimeoutMs: 10_000,
 } as const;
 
 /** Attempts at seeding a row before giving up: each retry means a flush acknowledged in between. */
 export const SEED_ATTEMPTS = 20;
 
 /** Attempts at a batch transaction that failed with a deadlock or serialization error. */
-export const TRANSACTION_ATTEMPTS = 5;
+export const TRANSACTION_ATTEMPTS = 3;
 
 /** Internal token of the TypeORM data source whose entities are counted. */
 export const COUNTER_DATA_SOURCE = 'counter:data-source';

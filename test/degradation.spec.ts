@@ -2,12 +2,15 @@ import { createRequire } from 'node:module';
 import { DataSource, type DataSourceOptions } from 'typeorm';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
+  CounterDatabaseTimeoutError,
   CounterLedgerEntry,
   CounterStoreUnavailableError,
   type CounterModuleOptions,
   type FlushReport,
 } from '../lib/index.js';
+import { CounterFlushScheduler } from '../lib/counter-flush.scheduler.js';
 import { CounterFlusher } from '../lib/counter.flusher.js';
+import { CounterDatabase } from '../lib/sql/counter.database.js';
 import { CounterKeys } from '../lib/redis/keys.js';
 import { startCounterApp, type CounterApp } from './support/counter-app.js';
 import { createTestDatabase, DATABASES, type TestDatabase } from './support/databases.js';
@@ -374,4 +377,80 @@ describe.each(DATABASES)('degradation on %s', (databaseName) => {
     expect(expected).toEqual([15, 60]);
     expect(likesOf(await app.counters.getMany(Article, ids, ['like_count']), ids)).toEqual(expected);
   });
+});
+
+// A database that stops answering without an error (a firewall dropping packets) must not hang a flush,
+// a read, or the final flush at shutdown: each gives up after databaseTimeoutMs. SQLite has no network
+// to lose; its lock outage above already fails fast.
+describe.each(DATABASES.filter((name) => name !== 'sqlite'))('a silent database on %s', (databaseName) => {
+  const DATABASE_TIMEOUT_MS = 500;
+  const redis = testRedis();
+  const keyPrefix = uniquePrefix('silent-db');
+  let database: TestDatabase;
+  let observer: DataSource;
+  let proxy: TcpProxy;
+  let app: CounterApp;
+
+  beforeAll(async () => {
+    database = await createTestDatabase(databaseName);
+    observer = await new DataSource({
+      ...database.options,
+      entities: [...ENTITIES, CounterLedgerEntry],
+      synchronize: true,
+      logging: false,
+    } as DataSourceOptions).initialize();
+    const options = database.options as DataSourceOptions & { host: string; port: number };
+    proxy = await TcpProxy.start({ host: options.host, port: options.port });
+    app = await startCounterApp({
+      database: { ...options, host: proxy.host, port: proxy.port, poolSize: 6 } as DataSourceOptions,
+      keyPrefix,
+      synchronize: false,
+      counter: { databaseTimeoutMs: DATABASE_TIMEOUT_MS, flushOnShutdown: true, shards: 4 },
+    });
+  });
+
+  afterAll(async () => {
+    proxy.setMode('reset');
+    await settles(app.close(), 10_000).catch(() => undefined);
+    await proxy.close();
+    await observer.destroy();
+    await database.drop();
+    await deleteKeys(redis, keyPrefix);
+    redis.disconnect();
+  });
+
+  it('gives up on a flush, a read and the final flush after databaseTimeoutMs, then writes everything once', async () => {
+    const ids = await insertArticles(observer, [10, 20, 30, 40]);
+    for (const id of ids) expect(await app.counters.increment(Article, id, 'like_count', 5)).toBeGreaterThan(0);
+    const [unseeded] = await insertArticles(observer, [7]);
+
+    proxy.setMode('blackhole');
+    const failed = await settles(app.counters.flush(), 4 * DATABASE_TIMEOUT_MS);
+    expect(failed.error).toBeInstanceOf(CounterDatabaseTimeoutError);
+    expect(failed.batches).toBe(0);
+    // It stopped at the timeout instead of waiting on every dirty shard in turn.
+    expect(failed.failedShards).toBeLessThanOrEqual(app.app.get(CounterDatabase).dialect.parallelTransactions);
+    await expect(settles(app.counters.get(Article, unseeded, 'like_count'), 4 * DATABASE_TIMEOUT_MS)).rejects.toBeInstanceOf(
+      CounterDatabaseTimeoutError,
+    );
+    // Seeded rows keep counting from Redis.
+    expect(await app.counters.increment(Article, ids[0], 'like_count')).toBe(16);
+    await settles(app.app.get(CounterFlushScheduler).beforeApplicationShutdown(), 4 * DATABASE_TIMEOUT_MS);
+    expect(await databaseLikes(ids)).toEqual([10, 20, 30, 40]);
+
+    // The connections caught in the blackhole are dead for good: resetting them lets the pool replace them.
+    proxy.setMode('reset');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    proxy.setMode('pass');
+    await eventually(async () => {
+      const report = await app.counters.flush();
+      if (report.error || report.busyShards > 0) throw report.error ?? new Error('a lease is still held');
+      expect(await databaseLikes(ids)).toEqual([16, 25, 35, 45]);
+    });
+  });
+
+  async function databaseLikes(ids: number[]): Promise<number[]> {
+    const counts = await articleCounts(observer, ids);
+    return ids.map((id) => counts.get(id)!.likes);
+  }
 });

@@ -85,6 +85,14 @@ export interface CounterModuleOptions {
    * @default 1000
    */
   redisCommandTimeoutMs?: number;
+  /**
+   * Longest wait for one database operation of the module (a batch transaction, a read of rows to
+   * load into Redis), in milliseconds. Past it the operation is abandoned: a flush stops and leaves its
+   * batches in Redis, a read fails with `CounterDatabaseTimeoutError`. Bounds the final flush at
+   * shutdown too, so a database that stopped answering cannot hang it.
+   * @default 10000
+   */
+  databaseTimeoutMs?: number;
 }
 
 /** Options after defaults were applied: what the module's providers work with. */

@@ -1,7 +1,10 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { In, type DataSource, type QueryRunner } from 'typeorm';
-import { COUNTER_DATA_SOURCE, TRANSACTION_ATTEMPTS } from '../counter.constants.js';
+import { COUNTER_DATA_SOURCE, COUNTER_OPTIONS, TRANSACTION_ATTEMPTS } from '../counter.constants.js';
+import { MESSAGES } from '../counter.messages.js';
 import type { CountedEntity, CounterField } from '../counter.registry.js';
+import { CounterDatabaseTimeoutError } from '../exceptions/counter-database-timeout.error.js';
+import type { ResolvedCounterOptions } from '../interfaces/counter-module-options.interface.js';
 import type { CounterDialect, DeltaRow } from './counter-dialect.js';
 import { CounterLedgerEntry } from './counter-ledger.entity.js';
 import { dialectFor } from './dialect-for.js';
@@ -27,12 +30,52 @@ export class CounterDatabase {
   /** What differs for this data source's database: statement shapes, limits, error codes. */
   readonly dialect: CounterDialect;
 
-  constructor(@Inject(COUNTER_DATA_SOURCE) private readonly dataSource: DataSource) {
+  constructor(
+    @Inject(COUNTER_DATA_SOURCE) private readonly dataSource: DataSource,
+    @Inject(COUNTER_OPTIONS) private readonly options: ResolvedCounterOptions,
+  ) {
     this.dialect = dialectFor(dataSource);
   }
 
   /** Counter values of the rows that exist, by id as the database returns it. */
-  async readCounters(
+  readCounters(entity: CountedEntity, ids: Array<string | number>): Promise<Map<string, Record<string, unknown>>> {
+    return this.bounded('reading counters', () => this.readCountersNow(entity, ids));
+  }
+
+  /**
+   * Applies one batch in one transaction: the ledger insert first (so a duplicate blocks and fails
+   * before it locks any counted row), then one UPDATE for all rows.
+   */
+  applyBatch(entity: CountedEntity, batch: DeltaBatch): Promise<ApplyOutcome> {
+    return this.bounded('writing a batch', () => this.applyBatchNow(entity, batch));
+  }
+
+  isBatchApplied(batchId: string): Promise<boolean> {
+    return this.bounded('reading the ledger', () => this.isBatchAppliedNow(batchId));
+  }
+
+  /** Deletes ledger rows older than the retention. */
+  pruneLedger(retentionMs: number): Promise<void> {
+    return this.bounded('pruning the ledger', () => this.pruneLedgerNow(retentionMs));
+  }
+
+  /**
+   * Gives up waiting after `databaseTimeoutMs`. The operation itself is not cancelled: a transaction
+   * that commits later is found in the ledger by the flush that recovers its batch.
+   */
+  private bounded<T>(operation: string, run: () => Promise<T>): Promise<T> {
+    const timeoutMs = this.options.databaseTimeoutMs;
+    let timer: NodeJS.Timeout | undefined;
+    const expired = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new CounterDatabaseTimeoutError(MESSAGES.databaseTimeout(operation, timeoutMs))),
+        timeoutMs,
+      );
+    });
+    return Promise.race([run(), expired]).finally(() => clearTimeout(timer));
+  }
+
+  private async readCountersNow(
     entity: CountedEntity,
     ids: Array<string | number>,
   ): Promise<Map<string, Record<string, unknown>>> {
@@ -56,11 +99,7 @@ export class CounterDatabase {
     return found;
   }
 
-  /**
-   * Applies one batch in one transaction: the ledger insert first (so a duplicate blocks and fails
-   * before it locks any counted row), then one UPDATE for all rows.
-   */
-  async applyBatch(entity: CountedEntity, batch: DeltaBatch): Promise<ApplyOutcome> {
+  private async applyBatchNow(entity: CountedEntity, batch: DeltaBatch): Promise<ApplyOutcome> {
     for (let attempt = 1; ; attempt++) {
       const runner = this.dataSource.createQueryRunner();
       try {
@@ -75,14 +114,14 @@ export class CounterDatabase {
         if (attempt >= TRANSACTION_ATTEMPTS || !this.dialect.isTransient(error)) throw error;
         // The other transaction holds its locks a little longer: wait (random, growing) before retrying,
         // so the two do not collide again in lockstep.
-        await new Promise((resolve) => setTimeout(resolve, Math.random() * 25 * 2 ** attempt));
+        await new Promise((resolve) => setTimeout(resolve, Math.random() * 10 * 2 ** attempt));
       } finally {
         await runner.release().catch(() => undefined);
       }
     }
   }
 
-  async isBatchApplied(batchId: string): Promise<boolean> {
+  private async isBatchAppliedNow(batchId: string): Promise<boolean> {
     const ledger = this.ledger();
     const rows: unknown[] = await this.dataSource.query(
       `SELECT 1 AS found FROM ${ledger.table} WHERE ${ledger.column('batchId')} = ${this.dialect.placeholder(1)}`,
@@ -91,8 +130,7 @@ export class CounterDatabase {
     return rows.length > 0;
   }
 
-  /** Deletes ledger rows older than the retention. */
-  async pruneLedger(retentionMs: number): Promise<void> {
+  private async pruneLedgerNow(retentionMs: number): Promise<void> {
     const ledger = this.ledger();
     await this.dataSource.query(
       `DELETE FROM ${ledger.table} WHERE ${ledger.column('appliedAt')} < ${this.dialect.placeholder(1)}`,
