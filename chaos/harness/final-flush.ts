@@ -1,8 +1,7 @@
 // The "final flush" after a fault: one instance flushes until Redis holds nothing pending for the
 // deployment (no dirty id, no batch in flight) and no shard was skipped for another flusher's lease,
 // e.g. a dead instance's lease that has not expired yet.
-import type { Redis } from 'ioredis';
-import { scanKeys } from '../../test/support/redis.js';
+import { scanKeys, type AnyRedis } from '../../test/support/redis.js';
 import type { ChaosWorker } from './chaos-worker.js';
 import type { WireFlushReport } from '../worker/worker-protocol.js';
 
@@ -15,7 +14,7 @@ export interface RedisBacklog {
   leases: number;
 }
 
-export async function redisBacklog(redis: Redis, prefix: string): Promise<RedisBacklog> {
+export async function redisBacklog(redis: AnyRedis, prefix: string): Promise<RedisBacklog> {
   const keys = await scanKeys(redis, prefix);
   const backlog: RedisBacklog = { dirtyIds: 0, batches: 0, leases: 0 };
   for (const key of keys) {
@@ -30,7 +29,7 @@ export async function redisBacklog(redis: Redis, prefix: string): Promise<RedisB
 /** Flushes through `worker` until nothing is pending; returns every report. */
 export async function flushUntilSettled(
   worker: ChaosWorker,
-  redis: Redis,
+  redis: AnyRedis,
   prefix: string,
   timeoutMs = 20_000,
 ): Promise<WireFlushReport[]> {
