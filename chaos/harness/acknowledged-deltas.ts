@@ -37,6 +37,8 @@ export class AcknowledgedDeltas {
   readonly calls: Record<IncrementOutcome, number> = { acknowledged: 0, refused: 0, uncertain: 0 };
   /** Names of the errors met, with how often: shows what an instance said when it refused. */
   readonly errors = new Map<string, number>();
+  /** The first message met per error name: what the instance said, in its words. */
+  readonly firstMessages = new Map<string, string>();
 
   async increment(worker: ChaosWorker, target: CounterTarget, by: number): Promise<IncrementOutcome> {
     if (!Number.isSafeInteger(by) || by <= 0) throw new Error(`chaos load uses positive deltas only; got ${by}`);
@@ -49,6 +51,7 @@ export class AcknowledgedDeltas {
       const outcome = outcomeOfFailure(error);
       const name = (error as Error).name;
       this.errors.set(name, (this.errors.get(name) ?? 0) + 1);
+      if (!this.firstMessages.has(name)) this.firstMessages.set(name, (error as Error).message);
       if (outcome === 'uncertain') this.add(this.uncertainByTarget, target, by);
       this.calls[outcome]++;
       return outcome;
