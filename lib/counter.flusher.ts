@@ -105,6 +105,10 @@ export class CounterFlusher implements OnApplicationBootstrap {
 
   private async flushShard(work: ShardWork, token: string, report: FlushReport, lost: { shards: number }): Promise<void> {
     for (let holding = false; ; holding = true) {
+      // Read before sending: every generation recorded by now came from a reply to a command that Redis
+      // ran before this claim, so the claim cannot see less unless Redis lost the shard's data. (A
+      // generation recorded while the claim is in flight may be newer than what the claim saw.)
+      const seenBefore = this.generations.get(work.keys.tag) ?? 0;
       const claim = await this.store.claim(work.keys, {
         token,
         leaseMs: this.options.flushLeaseMs,
@@ -112,7 +116,7 @@ export class CounterFlusher implements OnApplicationBootstrap {
         limit: this.options.flushBatchSize,
         ttlSeconds: this.options.cleanRowTtlSeconds,
       });
-      if (this.lostData(work, claim)) lost.shards++;
+      if (this.lostData(work, claim, seenBefore)) lost.shards++;
       if (claim.kind === 'busy') {
         report.busyShards++;
         return;
@@ -132,7 +136,7 @@ export class CounterFlusher implements OnApplicationBootstrap {
           this.options.cleanRowTtlSeconds,
         );
         // The ack moved the generation on by one (others can only have moved it further).
-        if (acknowledged) this.generations.set(work.keys.tag, claim.generation + 1);
+        if (acknowledged) this.recordGeneration(work, claim.generation + 1);
       } else if (!claim.more) {
         await this.store.release(work.keys, token);
       }
@@ -141,10 +145,17 @@ export class CounterFlusher implements OnApplicationBootstrap {
   }
 
   /** Whether the shard's state shows that Redis lost its data since this instance last looked. */
-  private lostData(work: ShardWork, claim: { dataLost: boolean; generation: number }): boolean {
-    const seen = this.generations.get(work.keys.tag) ?? 0;
-    this.generations.set(work.keys.tag, claim.generation);
-    return (claim.dataLost && this.shardsMarked) || claim.generation < seen;
+  private lostData(work: ShardWork, claim: { dataLost: boolean; generation: number }, seenBefore: number): boolean {
+    const lost = (claim.dataLost && this.shardsMarked) || claim.generation < seenBefore;
+    // After a loss the generation starts again from 0; otherwise it only grows, so a reply processed
+    // late (after a concurrent flush of this instance recorded a newer one) must not lower it.
+    if (lost) this.generations.set(work.keys.tag, claim.generation);
+    else this.recordGeneration(work, claim.generation);
+    return lost;
+  }
+
+  private recordGeneration(work: ShardWork, generation: number): void {
+    this.generations.set(work.keys.tag, Math.max(generation, this.generations.get(work.keys.tag) ?? 0));
   }
 
   /** Writes one batch unless the ledger shows it was written; returns the encoded ids of deleted rows. */

@@ -193,8 +193,8 @@ export class CounterStore {
   /**
    * Takes the shard's lease and claims a batch (or the batch left behind). On a cluster the claim must
    * reach the replicas before the batch is written to the database: a replica promoted without it would
-   * still hold the deltas as pending and flush them a second time. So the claim is followed, in the same
-   * round trip, by `WAIT` for every replica of its node; if they do not confirm in time, the batch stays
+   * still hold the deltas as pending and flush them a second time. So a claim that holds a batch is
+   * followed by `WAIT` for every replica of its node; if they do not confirm in time, the batch stays
    * claimed in Redis and a later flush picks it up (as a left-behind batch) and waits again.
    */
   async claim(shard: ShardKeys, request: ClaimRequest): Promise<ClaimOutcome> {
@@ -211,16 +211,10 @@ export class CounterStore {
       request.ttlSeconds,
       Date.now(),
     ];
-    const replicas = this.replicasOf(shard);
     const reply = (await this.call(async () => {
-      if (replicas === 0) return this.client.nestjsCounterClaim(...args);
-      const pipeline = (this.client.pipeline() as ScriptPipeline).nestjsCounterClaim(...args);
-      pipeline.wait(replicas, this.replicaWaitMs);
-      const [claimed, confirmed] = unwrap((await pipeline.exec()) ?? []) as [string[], number];
+      const claimed = (await this.client.nestjsCounterClaim(...args)) as string[];
       const [kind, , , batchId] = claimed;
-      if ((kind === 'claimed' || kind === 'pending') && batchId !== '' && confirmed < replicas) {
-        throw new CounterReplicationLagError(MESSAGES.claimNotReplicated(confirmed, replicas, this.replicaWaitMs));
-      }
+      if ((kind === 'claimed' || kind === 'pending') && batchId !== '') await this.awaitReplicas(shard);
       return claimed;
     })) as string[];
     const [kind, lost, generation, batchId, more, ...flat] = reply;
@@ -333,10 +327,22 @@ export class CounterStore {
     return [...groups.values()];
   }
 
-  /** Replicas of the node that serves a shard; 0 on a single Redis. */
-  private replicasOf(shard: ShardKeys): number {
-    if (!isCluster(this.client)) return 0;
-    return Math.max(0, (this.client.slots[shard.slot]?.length ?? 1) - 1);
+  /**
+   * On a cluster, waits until the replicas of the shard's master have every write this connection sent
+   * it, the claim included. Sent only after a claim that holds a batch: a WAIT holds up everything queued
+   * behind it on the connection, so empty shards must not pay for it.
+   */
+  private async awaitReplicas(shard: ShardKeys): Promise<void> {
+    if (!isCluster(this.client)) return;
+    const [master, ...replicas] = this.client.slots[shard.slot] ?? [];
+    if (!master || replicas.length === 0) return;
+    // WAIT names no key, so the cluster would route it anywhere: send it on the master's own connection.
+    const connection = this.client.nodes('master').find((node) => `${node.options.host}:${node.options.port}` === master);
+    if (!connection) throw new CounterReplicationLagError(MESSAGES.claimNotReplicated(0, replicas.length, 0));
+    const confirmed = await connection.wait(replicas.length, this.replicaWaitMs);
+    if (confirmed < replicas.length) {
+      throw new CounterReplicationLagError(MESSAGES.claimNotReplicated(confirmed, replicas.length, this.replicaWaitMs));
+    }
   }
 
   private async call<T>(operation: () => Promise<T>): Promise<T> {

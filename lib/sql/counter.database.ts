@@ -29,6 +29,12 @@ const READ_CHUNK = 1_000;
 export class CounterDatabase {
   /** What differs for this data source's database: statement shapes, limits, error codes. */
   readonly dialect: CounterDialect;
+  /**
+   * The last batch transaction queued, when the driver has a single connection (SQLite): two
+   * transactions on one connection would interleave, so every flush of this instance (the scheduled
+   * one, `flush()` calls) takes its turn.
+   */
+  private queue: Promise<unknown> = Promise.resolve();
 
   constructor(
     @Inject(COUNTER_DATA_SOURCE) private readonly dataSource: DataSource,
@@ -47,7 +53,7 @@ export class CounterDatabase {
    * before it locks any counted row), then one UPDATE for all rows.
    */
   applyBatch(entity: CountedEntity, batch: DeltaBatch): Promise<ApplyOutcome> {
-    return this.bounded('writing a batch', () => this.applyBatchNow(entity, batch));
+    return this.bounded('writing a batch', () => this.inTurn(() => this.applyBatchNow(entity, batch)));
   }
 
   isBatchApplied(batchId: string): Promise<boolean> {
@@ -57,6 +63,13 @@ export class CounterDatabase {
   /** Deletes ledger rows older than the retention. */
   pruneLedger(retentionMs: number): Promise<void> {
     return this.bounded('pruning the ledger', () => this.pruneLedgerNow(retentionMs));
+  }
+
+  private inTurn<T>(run: () => Promise<T>): Promise<T> {
+    if (this.dialect.parallelTransactions > 1) return run();
+    const turn = this.queue.then(run);
+    this.queue = turn.catch(() => undefined);
+    return turn;
   }
 
   /**
