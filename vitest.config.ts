@@ -5,6 +5,8 @@ export default defineConfig({
     include: ['test/**/*.spec.ts'],
     reporters: ['default', './test/summary-line.reporter.ts'],
     setupFiles: ['reflect-metadata'],
+    // Starts the local Redis Cluster when the cluster topology is tested and it is not running.
+    globalSetup: ['./test/support/redis-cluster.global-setup.ts'],
     testTimeout: 120_000,
     hookTimeout: 60_000,
     pool: 'forks',

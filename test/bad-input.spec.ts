@@ -14,10 +14,11 @@ import {
   UnknownCounterError,
   type EntityClass,
 } from '../lib/index.js';
-import { createTestDatabase, DATABASES, type TestDatabase } from './support/databases.js';
+import { createTestDatabase, type TestDatabase } from './support/databases.js';
 import { Article, Badge, ENTITIES, Remark } from './support/entities.js';
 import { NestHarness } from './support/nest-harness.js';
-import { deleteKeys, REDIS_URL, snapshot, testRedis, uniquePrefix } from './support/redis.js';
+import { deleteKeys, scanKeys, snapshot, uniquePrefix } from './support/redis.js';
+import { counterRedisOption, inspectionClient, TARGETS } from './support/topologies.js';
 import { UncountedTag } from './support/uncounted-entities.js';
 
 type ErrorClass = abstract new (...args: never[]) => CounterError;
@@ -32,9 +33,9 @@ class NotAnEntity {
 }
 
 // G6: bad input is refused with a typed error and a clear message, and nothing is written anywhere.
-describe.each(DATABASES)('bad input on %s', (databaseName) => {
+describe.each(TARGETS)('bad input on %s, %s', (databaseName, topology) => {
   const prefix = uniquePrefix('g6');
-  const redis = testRedis();
+  const redis = inspectionClient(topology);
   const harness = new NestHarness();
   let database: TestDatabase;
   let app: INestApplication;
@@ -46,7 +47,9 @@ describe.each(DATABASES)('bad input on %s', (databaseName) => {
     app = await harness.start({
       database: database.options,
       entities: [...ENTITIES, UncountedTag, CounterLedgerEntry],
-      imports: [CounterModule.forRoot({ redis: REDIS_URL, keyPrefix: prefix, shards: 8, flushEnabled: false })],
+      imports: [
+        CounterModule.forRoot({ redis: counterRedisOption(topology), keyPrefix: prefix, shards: 8, flushEnabled: false }),
+      ],
     });
     counters = app.get(CounterService);
     dataSource = app.get(DataSource);
@@ -315,7 +318,7 @@ describe.each(DATABASES)('bad input on %s', (databaseName) => {
     ]) {
       await expectRefused(action, CounterRowNotFoundError, [`Remark with id ${missingRemark} does not exist`]);
     }
-    const keys = await redis.keys(`${prefix}:*`);
+    const keys = await scanKeys(redis, prefix);
     expect(keys.filter((key) => key.endsWith(`:r:${missingArticle}`))).toEqual([]);
     expect(keys.filter((key) => key.endsWith(`:r:${encodeURIComponent(missingRemark)}`))).toEqual([]);
   });

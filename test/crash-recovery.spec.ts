@@ -4,10 +4,10 @@ import { CounterStore } from '../lib/redis/counter.store.js';
 import { CounterDatabase } from '../lib/sql/counter.database.js';
 import type { CounterApp } from './support/counter-app.js';
 import { useCounterSuite } from './support/counter-suite.js';
-import { DATABASES } from './support/databases.js';
 import { Article } from './support/entities.js';
 import { keysEndingWith } from './support/redis.js';
 import { articleCounts, insertArticles } from './support/rows.js';
+import { TARGETS } from './support/topologies.js';
 
 const LEASE_MS = 400;
 
@@ -16,8 +16,9 @@ class SimulatedCrash extends Error {}
 
 // G1 at chosen crash points: whatever step a flusher dies at, the next flush finishes its batch
 // exactly once.
-describe.each(DATABASES)('crash recovery on %s', (databaseName) => {
-  const suite = useCounterSuite(databaseName, 'crash', { flushLeaseMs: LEASE_MS, flushOnShutdown: false, shards: 2 }, 2);
+describe.each(TARGETS)('crash recovery on %s, %s', (database, topology) => {
+  const options = { flushLeaseMs: LEASE_MS, flushOnShutdown: false, shards: 2 };
+  const suite = useCounterSuite({ database, topology }, 'crash', options, 2);
   const { redis, prefix } = suite;
   let crashing: CounterApp;
   let survivor: CounterApp;

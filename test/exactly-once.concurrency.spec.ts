@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { CounterLedgerEntry, CounterOutOfRangeError, type FlushReport } from '../lib/index.js';
 import { useCounterSuite } from './support/counter-suite.js';
-import { DATABASES } from './support/databases.js';
 import { Article, Remark } from './support/entities.js';
 import { articleCounts, insertArticles, insertRemarks, remarkCounts } from './support/rows.js';
 import { seededRandom, testSeed } from './support/seeded-random.js';
+import { TARGETS } from './support/topologies.js';
 
 const INSTANCES = 3;
 const ROWS_PER_ENTITY = 250;
@@ -13,8 +13,8 @@ const CALLERS = 100;
 
 // G1: after any interleaving of increments, decrements and concurrent flushes from several instances,
 // every database counter equals its start value plus the sum of the acknowledged deltas.
-describe.each(DATABASES)('exactly-once under concurrency on %s', (databaseName) => {
-  const { apps, prefix } = useCounterSuite(databaseName, 'g1', { flushBatchSize: 40 }, INSTANCES);
+describe.each(TARGETS)('exactly-once under concurrency on %s, %s', (database, topology) => {
+  const { apps, prefix } = useCounterSuite({ database, topology }, 'g1', { flushBatchSize: 40 }, INSTANCES);
 
   it('20,000 mixed changes from 100 callers over 500 rows, three instances flushing throughout', async () => {
     const seed = testSeed();

@@ -1,14 +1,16 @@
-import { Redis } from 'ioredis';
+import calculateSlot from 'cluster-key-slot';
 import request from 'supertest';
 import type { App } from 'supertest/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CounterKeys } from '../lib/redis/keys.js';
 import { startCounterApp, type CounterApp } from './support/counter-app.js';
-import { createTestDatabase, DATABASES, type TestDatabase } from './support/databases.js';
+import { createTestDatabase, type TestDatabase } from './support/databases.js';
 import { Article, Remark } from './support/entities.js';
 import { LIVE_COUNTS_CONTROLLERS } from './support/live-counts.controller.js';
-import { deleteKeys, REDIS_URL, testRedis, uniquePrefix } from './support/redis.js';
+import { deleteKeys, uniquePrefix, type AnyRedis } from './support/redis.js';
 import { RedisTraffic, RoundTrips } from './support/redis-traffic.js';
+import { slotOwners } from './support/slot-owners.js';
+import { inspectionClient, moduleClient, TARGETS, unreachableClient } from './support/topologies.js';
 
 const SHARDS = 4;
 
@@ -30,19 +32,19 @@ interface RemarkBody {
 const shardOfKey = (key: string) => Number(/\{[^}]*:(\d+)\}/.exec(key)?.[1]);
 
 // The CounterInterceptor, end to end over HTTP: live values in every response shape, one Redis round
-// trip per request, and database values when Redis is down (G2, G7).
-describe.each(DATABASES)('live counts interceptor on %s', (databaseName) => {
+// trip per request and Redis node, and database values when Redis is down (G2, G7).
+describe.each(TARGETS)('live counts interceptor on %s, %s', (databaseName, topology) => {
   const prefix = uniquePrefix('live-http');
-  const redis = testRedis();
+  const redis = inspectionClient(topology);
   /** The client the module uses: ours, so its traffic can be counted. */
-  const client = new Redis(REDIS_URL, { protocol: 2 });
+  const client = moduleClient(topology);
   let database: TestDatabase;
   let counter: CounterApp;
   let http: App;
   let traffic: RedisTraffic;
   let roundTrips: RoundTrips;
   const others: CounterApp[] = [];
-  const otherClients: Redis[] = [];
+  const otherClients: AnyRedis[] = [];
   const otherPrefixes: string[] = [];
 
   beforeAll(async () => {
@@ -223,7 +225,7 @@ describe.each(DATABASES)('live counts interceptor on %s', (databaseName) => {
     ]);
   });
 
-  it('reads a page of 100 seeded articles with one script call per shard, in one pipeline', async () => {
+  it('reads a page of 100 seeded articles with one script call per shard, in one pipeline per Redis node', async () => {
     const page = await articles().save(
       Array.from({ length: 100 }, (_, i) => articles().create({ title: 'bulk', likeCount: i, viewCount: 2 * i })),
     );
@@ -236,6 +238,8 @@ describe.each(DATABASES)('live counts interceptor on %s', (databaseName) => {
     const keys = new CounterKeys(prefix, SHARDS);
     const expectedShards = [...new Set(page.map((article) => keys.shardOf(encodeURIComponent(String(article.id)))))].sort();
     const tag = (shard: number) => keys.shard(articleTable(), shard).tag;
+    const owner = await slotOwners(redis);
+    const expectedNodes = [...new Set(expectedShards.map((shard) => owner(keys.shard(articleTable(), shard).slot)))].sort();
 
     await traffic.reset(redis);
     roundTrips.reset();
@@ -263,10 +267,17 @@ describe.each(DATABASES)('live counts interceptor on %s', (databaseName) => {
       const keysOfCommand = command.filter((arg) => arg.startsWith(`${prefix}:`));
       expect(keysOfCommand.every((key) => key.startsWith(tag(shardOfKey(key))))).toBe(true);
     }
-    // And they all went out in one pipeline: one round trip.
+    // And they went out in one pipeline per node that serves a touched shard: one round trip each,
+    // all at once on a single Redis.
     expect(roundTrips.single).toEqual([]);
-    expect(roundTrips.pipelines).toHaveLength(1);
-    expect(roundTrips.pipelines[0]).toHaveLength(expectedShards.length);
+    expect([...roundTrips.pipelineNodes].sort()).toEqual(expectedNodes);
+    if (topology === 'standalone') expect(roundTrips.pipelines).toHaveLength(1);
+    expect(roundTrips.pipelines.flat()).toEqual(expectedShards.map(() => 'evalsha'));
+    roundTrips.pipelineKeys.forEach((commandKeys, i) => {
+      const pipelineKeys = commandKeys.flat();
+      const node = roundTrips.pipelineNodes[i];
+      expect(pipelineKeys.map((key) => owner(calculateSlot(key)))).toEqual(pipelineKeys.map(() => node));
+    });
   });
 
   it('answers with the database values when Redis is unreachable', async () => {
@@ -275,13 +286,7 @@ describe.each(DATABASES)('live counts interceptor on %s', (databaseName) => {
     expect(await counter.counters.increment(Article, article.id, 'like_count', 2)).toBe(12);
     expect(await counter.counters.increment(Remark, remark.id, 'reply_count', 2)).toBe(5);
 
-    const dead = new Redis('redis://127.0.0.1:6399', {
-      lazyConnect: true,
-      maxRetriesPerRequest: 0,
-      enableOfflineQueue: false,
-      retryStrategy: () => null,
-    });
-    dead.on('error', () => undefined);
+    const dead = unreachableClient(topology);
     otherClients.push(dead);
     const deadPrefix = uniquePrefix('live-http-dead');
     otherPrefixes.push(deadPrefix);
@@ -316,7 +321,7 @@ describe.each(DATABASES)('live counts interceptor on %s', (databaseName) => {
 
   it('falls back to the database values once its Redis client is disconnected mid-test', async () => {
     const article = await insertArticle(20, 200, 'cut');
-    const own = new Redis(REDIS_URL, { protocol: 2 });
+    const own = moduleClient(topology);
     otherClients.push(own);
     const ownPrefix = uniquePrefix('live-http-cut');
     otherPrefixes.push(ownPrefix);

@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { useCounterSuite } from './support/counter-suite.js';
-import { DATABASES } from './support/databases.js';
 import { Article, Badge, Remark } from './support/entities.js';
+import { TARGETS } from './support/topologies.js';
 
 // G2: increment resolves with the new value; N concurrent increments by 1 resolve with v+1 … v+N once each.
-describe.each(DATABASES)('live increments on %s', (databaseName) => {
-  const suite = useCounterSuite(databaseName, 'g2');
+describe.each(TARGETS)('live increments on %s, %s', (database, topology) => {
+  const suite = useCounterSuite({ database, topology }, 'g2');
 
   const insertArticle = (likeCount: number) =>
     suite.counter.dataSource.getRepository(Article).save({ title: 'a', likeCount, viewCount: 0 });

@@ -5,18 +5,18 @@ import { CounterStore } from '../lib/redis/counter.store.js';
 import { CounterDatabase } from '../lib/sql/counter.database.js';
 import type { CounterApp } from './support/counter-app.js';
 import { useCounterSuite } from './support/counter-suite.js';
-import { DATABASES } from './support/databases.js';
 import { Article } from './support/entities.js';
 import { articleCounts, insertArticles } from './support/rows.js';
 import { seededRandom, testSeed } from './support/seeded-random.js';
+import { TARGETS } from './support/topologies.js';
 
 const SHARDS = 4;
 
 // Seeding a row from the database while a flush moves its values must never count a batch twice or
 // miss one.
-describe.each(DATABASES)('seeding racing a flush on %s', (databaseName) => {
+describe.each(TARGETS)('seeding racing a flush on %s, %s', (database, topology) => {
   const suite = useCounterSuite(
-    databaseName,
+    { database, topology },
     'seed',
     { shards: SHARDS, cleanRowTtlSeconds: 1, flushOnShutdown: false, flushLeaseMs: 500 },
     2,

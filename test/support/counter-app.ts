@@ -2,11 +2,11 @@ import type { INestApplication } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
 import { Test } from '@nestjs/testing';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import type { Redis } from 'ioredis';
 import { DataSource, type DataSourceOptions } from 'typeorm';
 import { CounterLedgerEntry, CounterModule, CounterService, type CounterModuleOptions } from '../../lib/index.js';
 import { ENTITIES } from './entities.js';
-import { REDIS_URL } from './redis.js';
+import type { AnyRedis } from './redis.js';
+import { counterRedisOption, type Topology } from './topologies.js';
 
 export interface CounterApp {
   app: INestApplication;
@@ -21,7 +21,10 @@ export interface CounterAppOptions {
   /** Create the tables (the first app of a group). */
   synchronize?: boolean;
   counter?: CounterModuleOptions;
-  redis?: Redis;
+  /** The Redis the module connects to (it creates the client) unless `redis` is given. @default 'standalone' */
+  topology?: Topology;
+  /** A client the test made and hands to the module (which then never closes it). */
+  redis?: AnyRedis;
   controllers?: Array<new (...args: never[]) => unknown>;
 }
 
@@ -37,7 +40,7 @@ export async function startCounterApp(options: CounterAppOptions): Promise<Count
       }),
       ScheduleModule.forRoot(),
       CounterModule.forRoot({
-        redis: options.redis ?? REDIS_URL,
+        redis: options.redis ?? counterRedisOption(options.topology ?? 'standalone'),
         keyPrefix: options.keyPrefix,
         shards: 8,
         flushEnabled: false,

@@ -2,10 +2,12 @@ import { afterAll, beforeAll } from 'vitest';
 import type { CounterModuleOptions } from '../../lib/index.js';
 import { startCounterApp, type CounterApp } from './counter-app.js';
 import { createTestDatabase, type DatabaseName, type TestDatabase } from './databases.js';
-import { deleteKeys, testRedis, uniquePrefix } from './redis.js';
+import { deleteKeys, uniquePrefix, type AnyRedis } from './redis.js';
+import { inspectionClient, type SuiteTarget } from './topologies.js';
 
 export interface CounterSuite {
-  readonly redis: ReturnType<typeof testRedis>;
+  /** The test's own client of the suite's topology, for inspecting keys. */
+  readonly redis: AnyRedis;
   readonly prefix: string;
   readonly database: TestDatabase;
   /** The app instances, sharing the database and the key prefix. */
@@ -17,22 +19,27 @@ export interface CounterSuite {
 /**
  * `instances` apps (as separate app instances of one deployment) on a database and key prefix of their
  * own for the enclosing `describe`, torn down after it: apps closed, database dropped, keys deleted.
+ * `target` is a database (on the single Redis) or a database and a Redis topology.
  * Read the fields inside tests (they are set in beforeAll).
  */
 export function useCounterSuite(
-  databaseName: DatabaseName,
+  target: DatabaseName | SuiteTarget,
   label: string,
   counter?: CounterModuleOptions,
   instances = 1,
 ): CounterSuite {
-  const redis = testRedis();
+  const { database: databaseName, topology }: SuiteTarget =
+    typeof target === 'string' ? { database: target, topology: 'standalone' } : target;
+  const redis = inspectionClient(topology);
   const prefix = uniquePrefix(label);
   const apps: CounterApp[] = [];
   let database: TestDatabase | undefined;
   beforeAll(async () => {
     database = await createTestDatabase(databaseName);
     for (let i = 0; i < instances; i++) {
-      apps.push(await startCounterApp({ database: database.options, keyPrefix: prefix, synchronize: i === 0, counter }));
+      apps.push(
+        await startCounterApp({ database: database.options, keyPrefix: prefix, synchronize: i === 0, topology, counter }),
+      );
     }
   });
   afterAll(async () => {

@@ -1,18 +1,32 @@
 import { randomBytes } from 'node:crypto';
-import type { ChainableCommander, Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
+import { tapCommands } from './command-tap.js';
+import { isCluster, masters, type AnyRedis } from './redis.js';
 
 /**
- * Watches what a test's keys receive, through a second connection in MONITOR mode: every command
- * sent by a client (not the ones a script runs inside Redis) that names a key under the prefix.
+ * Watches what a test's keys receive, through connections in MONITOR mode (one per master on a
+ * cluster): every command sent by a client (not the ones a script runs inside Redis) that names a
+ * key under the prefix.
  */
 export class RedisTraffic {
   private commands: string[][] = [];
   private readonly markers = new Map<string, () => void>();
+  private readonly monitors: Redis[] = [];
 
-  private constructor(
-    private readonly monitor: Redis,
-    private readonly prefix: string,
-  ) {
+  private constructor(private readonly prefix: string) {}
+
+  /** Starts monitoring (every master of a cluster); resolves once Redis has confirmed MONITOR mode. */
+  static async start(redis: AnyRedis, prefix: string): Promise<RedisTraffic> {
+    const traffic = new RedisTraffic(prefix);
+    const nodes = isCluster(redis) ? await masters(redis) : [redis];
+    await Promise.all(nodes.map((node) => traffic.watch(node)));
+    return traffic;
+  }
+
+  /** Opens a MONITOR connection to `node`, listening before it connects so that no line is missed. */
+  private async watch(node: Redis): Promise<void> {
+    const monitor = node.duplicate({ monitor: true, lazyConnect: true });
+    this.monitors.push(monitor);
     // Under heavy traffic from parallel specs, lines can arrive with MONITOR's own OK, before ioredis
     // switches the connection to monitor mode; it reports them as a queue error. They precede anything
     // measured (measurements start after a marker), so they are ignored; other errors still surface.
@@ -21,30 +35,46 @@ export class RedisTraffic {
     });
     monitor.on('monitor', (_time: string, args: string[], source: string) => {
       if (source === 'lua') return;
-      const marker = args.length === 2 && args[0].toLowerCase() === 'get' ? this.markers.get(args[1]) : undefined;
+      const isMarker = args.length === 2 && ['get', 'echo'].includes(args[0].toLowerCase());
+      const marker = isMarker ? this.markers.get(args[1]) : undefined;
       if (marker) return marker();
       if (args.some((arg) => arg.startsWith(`${this.prefix}:`))) this.commands.push(args);
     });
-  }
-
-  /** Starts monitoring; resolves once Redis has confirmed MONITOR mode. */
-  static async start(redis: Redis, prefix: string): Promise<RedisTraffic> {
-    return new RedisTraffic(await redis.monitor(), prefix);
+    const monitoring = new Promise((resolve) => monitor.once('monitoring', resolve));
+    await monitor.connect();
+    await monitoring;
   }
 
   /** Forgets what was seen so far, once everything sent before this call has been seen. */
-  async reset(via: Redis): Promise<void> {
+  async reset(via: AnyRedis): Promise<void> {
     await this.seen(via);
     this.commands = [];
   }
 
   /**
    * The commands seen so far. Sends a marker through `via` first and waits for MONITOR to echo it:
-   * MONITOR reports in execution order, so everything sent before the marker has been seen.
+   * MONITOR reports in execution order, so everything sent before the marker has been seen. On a
+   * cluster every master gets a marker of its own (an ECHO: a key would be redirected, not run).
    */
-  async seen(via: Redis): Promise<string[][]> {
-    const marker = `${this.prefix}~marker~${randomBytes(4).toString('hex')}`;
-    const echoed = new Promise<void>((resolve, reject) => {
+  async seen(via: AnyRedis): Promise<string[][]> {
+    const nodes = isCluster(via) ? await masters(via) : [via];
+    await Promise.all(
+      nodes.map(async (node) => {
+        const marker = `${this.prefix}~marker~${randomBytes(4).toString('hex')}`;
+        const echoed = this.echoOf(marker);
+        await (isCluster(via) ? node.echo(marker) : node.get(marker));
+        await echoed;
+      }),
+    );
+    return [...this.commands];
+  }
+
+  stop(): void {
+    for (const monitor of this.monitors) monitor.disconnect();
+  }
+
+  private echoOf(marker: string): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error('MONITOR did not echo the marker within 5 s')), 5_000);
       this.markers.set(marker, () => {
         clearTimeout(timer);
@@ -52,56 +82,47 @@ export class RedisTraffic {
         resolve();
       });
     });
-    await via.get(marker);
-    await echoed;
-    return [...this.commands];
-  }
-
-  stop(): void {
-    this.monitor.disconnect();
   }
 }
 
-/** Counts round trips of one ioredis client: pipelines executed and single commands sent outside them. */
+/** Counts round trips of one ioredis client (`Redis` or `Cluster`): pipelines executed and single commands. */
 export class RoundTrips {
   /** Commands (by name) per executed pipeline, in order. */
   readonly pipelines: string[][] = [];
+  /** The node (`host:port`) each pipeline of `pipelines` went to. */
+  readonly pipelineNodes: string[] = [];
+  /** The keys of each command of each pipeline, as `pipelines`. */
+  readonly pipelineKeys: string[][][] = [];
   /** Commands sent one by one (not in a pipeline) that name a key under the prefix. */
   readonly single: string[][] = [];
+  private current = new WeakMap<object, number>();
   private readonly restore: () => void;
 
-  constructor(client: Redis, prefix: string) {
-    const pipeline = client.pipeline;
-    const sendCommand = client.sendCommand;
-    const pipelines = this.pipelines;
-    const single = this.single;
-    client.pipeline = function (this: Redis, ...args: Parameters<Redis['pipeline']>): ChainableCommander {
-      const created = pipeline.apply(this, args);
-      const exec = created.exec;
-      created.exec = function (this: ChainableCommander, ...execArgs: Parameters<ChainableCommander['exec']>) {
-        const queue = (this as unknown as { _queue: Array<{ name: string }> })._queue;
-        pipelines.push(queue.map((command) => command.name));
-        return exec.apply(this, execArgs);
-      };
-      return created;
-    };
-    client.sendCommand = function (this: Redis, ...args: Parameters<Redis['sendCommand']>) {
-      const [command, stream] = args;
-      const inPipeline = (stream as { isPipeline?: boolean } | undefined)?.isPipeline === true;
-      if (!inPipeline && command.args.some((arg) => String(arg).startsWith(`${prefix}:`))) {
-        single.push([command.name, ...command.args.map(String)]);
+  constructor(client: AnyRedis, prefix: string) {
+    this.restore = tapCommands(client, (command) => {
+      if (!command.pipeline) {
+        if (command.args.some((arg) => arg.startsWith(`${prefix}:`))) this.single.push([command.name, ...command.args]);
+        return;
       }
-      return sendCommand.apply(this, args);
-    };
-    this.restore = () => {
-      client.pipeline = pipeline;
-      client.sendCommand = sendCommand;
-    };
+      // Each execution of a pipeline (a resend after a redirection too) is a round trip of its own.
+      let index = this.current.get(command.pipeline);
+      if (index === undefined) {
+        index = this.pipelines.push([]) - 1;
+        this.pipelineNodes.push(command.node ?? '?');
+        this.pipelineKeys.push([]);
+        this.current.set(command.pipeline, index);
+      }
+      this.pipelines[index].push(command.name);
+      this.pipelineKeys[index].push(command.keys);
+    });
   }
 
   reset(): void {
     this.pipelines.length = 0;
+    this.pipelineNodes.length = 0;
+    this.pipelineKeys.length = 0;
     this.single.length = 0;
+    this.current = new WeakMap();
   }
 
   stop(): void {

@@ -1,0 +1,133 @@
+import { generateMulti } from 'cluster-key-slot';
+import request from 'supertest';
+import type { App } from 'supertest/types.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CounterKeys } from '../lib/redis/keys.js';
+import { startCounterApp, type CounterApp } from './support/counter-app.js';
+import { createTestDatabase, DATABASES, type TestDatabase } from './support/databases.js';
+import { Article } from './support/entities.js';
+import { LIVE_COUNTS_CONTROLLERS } from './support/live-counts.controller.js';
+import { deleteKeys, uniquePrefix } from './support/redis.js';
+import { RoundTrips } from './support/redis-traffic.js';
+import { slotOwners } from './support/slot-owners.js';
+import { inspectionClient, moduleClient, TOPOLOGIES } from './support/topologies.js';
+
+/** Many shards, so that 100 rows spread over dozens of them and so over every master of the cluster. */
+const SHARDS = 64;
+const ROWS = 100;
+
+// A read of many rows costs one script call per shard touched, sent as one pipeline per Redis node
+// that serves those shards: one round trip on a single Redis, at most one per master on a cluster,
+// never one per row (DESIGN.md: CounterInterceptor, G5).
+describe.each(TOPOLOGIES)('round trips of a %s read of 100 rows', (topology) => {
+  const prefix = uniquePrefix('trips');
+  const redis = inspectionClient(topology);
+  /** The module's client: ours, so its traffic can be counted. */
+  const client = moduleClient(topology);
+  let database: TestDatabase;
+  let counter: CounterApp;
+  let roundTrips: RoundTrips;
+  let articles: Article[];
+  /** The like_count each article should read. */
+  let likes: Map<number, number>;
+
+  beforeAll(async () => {
+    database = await createTestDatabase(DATABASES[0]);
+    counter = await startCounterApp({
+      database: database.options,
+      keyPrefix: prefix,
+      redis: client,
+      counter: { shards: SHARDS },
+      controllers: LIVE_COUNTS_CONTROLLERS,
+    });
+    const repository = counter.dataSource.getRepository(Article);
+    articles = await repository.save(
+      Array.from({ length: ROWS }, (_, i) => repository.create({ title: 'spread', likeCount: i, viewCount: 1_000 + i })),
+    );
+    articles.sort((a, b) => a.id - b.id);
+    likes = new Map(articles.map((article) => [article.id, article.likeCount]));
+    roundTrips = new RoundTrips(client, prefix);
+  });
+
+  afterAll(async () => {
+    roundTrips?.stop();
+    await counter?.close();
+    await database?.drop();
+    await deleteKeys(redis, prefix);
+    client.disconnect();
+    redis.disconnect();
+  });
+
+  /** The shards the 100 rows live in, their slots, and the nodes that serve those slots (per the server). */
+  async function layout() {
+    const keys = new CounterKeys(prefix, SHARDS);
+    const table = counter.dataSource.getMetadata(Article).tablePath;
+    const shards = [...new Set(articles.map((article) => keys.shardOf(encodeURIComponent(String(article.id)))))];
+    const slots = shards.map((shard) => keys.shard(table, shard).slot).sort((a, b) => a - b);
+    const owner = await slotOwners(redis);
+    const nodes = [...new Set(slots.map(owner))].sort();
+    return { shards, slots, owner, nodes };
+  }
+
+  /** Checks the traffic of one read: `calls` script calls per shard touched, one pipeline per node per call. */
+  async function expectOnePipelinePerNode(calls: number) {
+    const { shards, slots, owner, nodes } = await layout();
+    if (topology === 'cluster') {
+      // The 100 rows really are spread: over more than one master, and there are only three.
+      expect(nodes.length).toBeGreaterThan(1);
+      expect(nodes.length).toBeLessThanOrEqual(3);
+    } else {
+      expect(nodes).toHaveLength(1);
+    }
+    expect(roundTrips.single).toEqual([]);
+    expect(roundTrips.pipelines).toHaveLength(calls * nodes.length);
+    expect([...roundTrips.pipelineNodes].sort()).toEqual(nodes.flatMap((node) => Array(calls).fill(node)).sort());
+    expect(roundTrips.pipelines.flat()).toEqual(Array(calls * shards.length).fill('evalsha'));
+    // Each pipeline's script calls name keys of one shard each, all served by the node it went to.
+    const slotsSent = roundTrips.pipelineKeys.flatMap((commands, i) =>
+      commands.map((commandKeys) => {
+        const slot = generateMulti(commandKeys);
+        expect(slot).toBeGreaterThanOrEqual(0);
+        expect(owner(slot)).toBe(roundTrips.pipelineNodes[i]);
+        return slot;
+      }),
+    );
+    expect(slotsSent.sort((a, b) => a - b)).toEqual(slots.flatMap((slot) => Array(calls).fill(slot)));
+  }
+
+  const expectedValues = () =>
+    new Map(
+      articles.map((article) => [article.id, { like_count: likes.get(article.id)!, view_count: Number(article.viewCount) }]),
+    );
+
+  it('getMany of unseeded rows: one read and one seed per shard, one pipeline per node for each', async () => {
+    roundTrips.reset();
+    const values = await counter.counters.getMany(Article, articles.map((article) => article.id));
+    expect(values).toEqual(expectedValues());
+    await expectOnePipelinePerNode(2);
+  });
+
+  it('getMany of seeded rows: one script call per shard, one pipeline per node', async () => {
+    for (const [index, by] of [[0, 3], [37, 5], [99, 7]] as const) {
+      const id = articles[index].id;
+      likes.set(id, likes.get(id)! + by);
+      expect(await counter.counters.increment(Article, id, 'like_count', by)).toBe(likes.get(id));
+    }
+    roundTrips.reset();
+    const values = await counter.counters.getMany(Article, articles.map((article) => article.id));
+    expect(values).toEqual(expectedValues());
+    await expectOnePipelinePerNode(1);
+  });
+
+  it('the interceptor overlay of a 100-row page: one script call per shard, one pipeline per node', async () => {
+    roundTrips.reset();
+    const { body } = await request(counter.app.getHttpServer() as App)
+      .get(`/live/page?title=spread&page=1&size=${ROWS}`)
+      .expect(200);
+    expect(body.total).toBe(ROWS);
+    expect((body.items as Article[]).map(({ id, likeCount, viewCount }) => [id, likeCount, Number(viewCount)])).toEqual(
+      articles.map((article) => [article.id, likes.get(article.id), Number(article.viewCount)]),
+    );
+    await expectOnePipelinePerNode(1);
+  });
+});

@@ -1,0 +1,55 @@
+import type { SentCommand } from './command-tap.js';
+import type { AnyRedis } from './redis.js';
+
+/**
+ * The scripts registered on a client with ioredis's `defineCommand` (as the counter store does), by
+ * SHA: a script call goes out as `EVALSHA <sha>`, so the SHA names the script.
+ */
+export function scriptsBySha(client: AnyRedis): Map<string, string> {
+  const { scriptsSet } = client as unknown as { scriptsSet: Record<string, { sha: string }> };
+  return new Map(Object.entries(scriptsSet).map(([name, script]) => [script.sha, name]));
+}
+
+/** A script call's declared keys (KEYS) and other arguments (ARGV), from `EVALSHA sha numkeys …`. */
+export function scriptArguments(command: SentCommand): { keys: string[]; argv: string[] } {
+  const count = Number(command.args[1]);
+  return { keys: command.args.slice(2, 2 + count), argv: command.args.slice(2 + count) };
+}
+
+/** The encoded ids in a claim's reply, whose batch fields read "<encoded id>\n<counter>". */
+export function claimedIds(reply: unknown): string[] {
+  if (!Array.isArray(reply)) return [];
+  return reply
+    .filter((item): item is string => typeof item === 'string' && item.includes('\n'))
+    .map((field) => field.slice(0, field.indexOf('\n')));
+}
+
+/** The batch id in a claim's reply (a UUID), if it claimed or found one. */
+export function claimedBatchId(reply: unknown): string | undefined {
+  if (!Array.isArray(reply)) return undefined;
+  return reply.find((item): item is string => typeof item === 'string' && /^[0-9a-f]{8}-[0-9a-f-]{27}$/.test(item));
+}
+
+/** The library script a command runs, by its SHA; undefined for other commands. */
+export function scriptOf(command: SentCommand, scripts: Map<string, string>): string | undefined {
+  return command.name === 'evalsha' ? scripts.get(command.args[0]) : undefined;
+}
+
+/**
+ * The replicas asked for by the WAIT sent to a claim's node after the claim (at `claimIndex` in `sent`)
+ * and before the ack of its batch, between which the batch is written; null when there was none.
+ */
+export function replicasAwaited(
+  sent: SentCommand[],
+  claimIndex: number,
+  batchId: string,
+  scripts: Map<string, string>,
+): number | null {
+  const { node } = sent[claimIndex];
+  const isAck = (command: SentCommand) =>
+    scriptOf(command, scripts) === 'nestjsCounterAck' && scriptArguments(command).argv[1] === batchId;
+  const ackAt = sent.findIndex((command, at) => at > claimIndex && isAck(command));
+  const before = ackAt < 0 ? sent.length : ackAt;
+  const wait = sent.slice(claimIndex + 1, before).find((command) => command.name === 'wait' && command.node === node);
+  return wait ? Number(wait.args[0]) : null;
+}
