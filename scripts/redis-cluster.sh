@@ -25,9 +25,12 @@ all_nodes_ok() {
   done
 }
 
-# The replicas are attached a moment after cluster_state:ok; failover scenarios need them.
+# The replicas are attached a moment after cluster_state:ok, and CLUSTER SLOTS lists them only after
+# their first sync (several seconds more). Clients learn the replicas from CLUSTER SLOTS, and a claim
+# waits for the replicas it knows of, so the cluster is ready when all six nodes are listed there.
 replicas_attached() {
-  [ "$(redis-cli -h "$HOST" -p "${PORTS[0]}" cluster nodes 2>/dev/null | grep -c ' slave ')" -eq 3 ]
+  [ "$(redis-cli -h "$HOST" -p "${PORTS[0]}" cluster nodes 2>/dev/null | grep -c ' slave ')" -eq 3 ] &&
+    [ "$(redis-cli -h "$HOST" -p "${PORTS[0]}" cluster slots 2>/dev/null | grep -cE '^700[0-5]$')" -eq 6 ]
 }
 
 wait_until() { # seconds, description, command...
@@ -63,7 +66,7 @@ start() {
     redis-cli --cluster create "${nodes[@]}" --cluster-replicas 1 --cluster-yes >"$DIR/create.log"
   fi
   wait_until 30 "cluster_state:ok on every node" all_nodes_ok
-  wait_until 30 "three replicas attached" replicas_attached
+  wait_until 60 "three replicas attached and listed in CLUSTER SLOTS" replicas_attached
   echo "redis-cluster: up on ${HOST}:${PORTS[0]}-${PORTS[-1]} (directory $DIR)"
 }
 

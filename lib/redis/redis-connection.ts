@@ -8,6 +8,9 @@ import type {
 
 export type RedisClient = Redis | Cluster;
 
+/** How often a module-made cluster client reloads the slot map (masters and their replicas). */
+const SLOTS_REFRESH_INTERVAL_MS = 5_000;
+
 /** Longest wait for Redis at bootstrap; past it the app starts degraded (reads from the database). */
 const BOOTSTRAP_WAIT_MS = 5_000;
 
@@ -107,6 +110,9 @@ function isClusterConnection(value: CounterRedisConnection): value is CounterClu
 function failFastCluster(options: ClusterOptions = {}, failFast: RedisOptions): ClusterOptions {
   const { enableOfflineQueue: _queue, ...nodeFailFast } = failFast;
   return {
+    // ioredis documents a 5 s slot-map refresh but runs none unless asked: without it, a replica the
+    // servers list later (a first sync, a replaced node) stays unknown, and claims would not WAIT for it.
+    slotsRefreshInterval: SLOTS_REFRESH_INTERVAL_MS,
     ...options,
     enableOfflineQueue: false,
     retryDelayOnFailover: 0,
