@@ -3,7 +3,6 @@ import { DataSource, type DataSourceOptions } from 'typeorm';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   CounterDatabaseTimeoutError,
-  CounterLedgerEntry,
   CounterStoreUnavailableError,
   type CounterModuleOptions,
   type FlushReport,
@@ -14,7 +13,8 @@ import { CounterDatabase } from '../lib/sql/counter.database.js';
 import { CounterKeys } from '../lib/redis/keys.js';
 import { startCounterApp, type CounterApp } from './support/counter-app.js';
 import { createTestDatabase, DATABASES, type TestDatabase } from './support/databases.js';
-import { Article, ENTITIES } from './support/entities.js';
+import { Article } from './support/entities.js';
+import { openObserver } from './support/observer.js';
 import { PrivateRedis } from './support/private-redis.js';
 import { deleteKeys, scanKeys, testRedis, uniquePrefix } from './support/redis.js';
 import { articleCounts, insertArticles } from './support/rows.js';
@@ -118,12 +118,7 @@ describe.each(DATABASES)('degradation on %s', (databaseName) => {
 
   beforeAll(async () => {
     database = await createTestDatabase(databaseName);
-    observer = await new DataSource({
-      ...database.options,
-      entities: [...ENTITIES, CounterLedgerEntry],
-      synchronize: true,
-      logging: false,
-    } as DataSourceOptions).initialize();
+    observer = await openObserver(database);
   });
 
   afterEach(() => vi.restoreAllMocks());
@@ -393,12 +388,7 @@ describe.each(DATABASES.filter((name) => name !== 'sqlite'))('a silent database 
 
   beforeAll(async () => {
     database = await createTestDatabase(databaseName);
-    observer = await new DataSource({
-      ...database.options,
-      entities: [...ENTITIES, CounterLedgerEntry],
-      synchronize: true,
-      logging: false,
-    } as DataSourceOptions).initialize();
+    observer = await openObserver(database);
     const options = database.options as DataSourceOptions & { host: string; port: number };
     proxy = await TcpProxy.start({ host: options.host, port: options.port });
     app = await startCounterApp({

@@ -7,8 +7,8 @@ import { DataSource, type DataSourceOptions } from 'typeorm';
 import type { Redis } from 'ioredis';
 import { CounterLedgerEntry } from '../../lib/index.js';
 import { createTestDatabase, type DatabaseName, type TestDatabase } from '../../test/support/databases.js';
-import { ENTITIES } from '../../test/support/entities.js';
 import { deleteKeys, REDIS_URL, testRedis, uniquePrefix } from '../../test/support/redis.js';
+import { openObserver } from '../../test/support/observer.js';
 import { TcpProxy } from '../../test/support/tcp-proxy.js';
 import type { WorkerConfig } from '../worker/worker-protocol.js';
 import { ChaosWorker } from './chaos-worker.js';
@@ -54,12 +54,7 @@ export class ChaosDeployment {
     const prefix = uniquePrefix(`chaos-${label}`);
     let observer: DataSource | undefined;
     try {
-      observer = await new DataSource({
-        ...database.options,
-        entities: [...ENTITIES, CounterLedgerEntry],
-        synchronize: true,
-        logging: false,
-      } as DataSourceOptions).initialize();
+      observer = await openObserver(database);
     } catch (error) {
       await database.drop();
       redis.disconnect();
