@@ -36,11 +36,15 @@ const LIBRARY_SCRIPTS = [
 ];
 
 /**
- * What ioredis itself sends when it opens a node connection: its ready check (INFO) and its library
- * name and version (CLIENT SETINFO, which Redis before 7.2 refuses; ioredis ignores the refusal).
+ * What ioredis itself sends to keep its connections: the ready check (INFO), its library name and
+ * version (CLIENT SETINFO, which Redis before 7.2 refuses; ioredis ignores the refusal), READONLY on a
+ * connection to a replica, and the slot map refresh (CLUSTER SLOTS) the module's client runs every 5 s.
  */
 const connectionSetup = ({ name, args }: SentCommand) =>
-  (name === 'info' && args.length === 0) || (name === 'client' && args[0]?.toUpperCase() === 'SETINFO');
+  (name === 'info' && args.length === 0) ||
+  (name === 'client' && args[0]?.toUpperCase() === 'SETINFO') ||
+  (name === 'readonly' && args.length === 0) ||
+  (name === 'cluster' && args[0]?.toUpperCase() === 'SLOTS');
 
 /** A crash, as the flusher sees it: from this call on, the process does nothing more. */
 class SimulatedCrash extends Error {}
