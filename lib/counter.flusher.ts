@@ -4,7 +4,7 @@ import { COUNTER_OPTIONS } from './counter.constants.js';
 import { CounterHealth } from './counter.health.js';
 import { MESSAGES } from './counter.messages.js';
 import { CounterRegistry, type CountedEntity } from './counter.registry.js';
-import { CounterDatabaseTimeoutError } from './exceptions/counter-database-timeout.error.js';
+import { CounterDatabaseUnavailableError } from './exceptions/counter-database-unavailable.error.js';
 import { CounterStoreUnavailableError } from './exceptions/counter-store-unavailable.error.js';
 import type { ResolvedCounterOptions } from './interfaces/counter-module-options.interface.js';
 import type { FlushReport } from './interfaces/flush-report.interface.js';
@@ -80,7 +80,7 @@ export class CounterFlusher implements OnApplicationBootstrap {
       // Redis gone, or a database that stopped answering: every other shard would fail (or wait) alike.
       const stopped = () =>
         report.error instanceof CounterStoreUnavailableError ||
-        report.error instanceof CounterDatabaseTimeoutError ||
+        report.error instanceof CounterDatabaseUnavailableError ||
         report.failedShards >= MAX_FAILED_SHARDS;
       for (let work = queue.pop(); work && !stopped(); work = queue.pop()) {
         await this.flushShard(work, token, report, lost).catch(async (error: Error) => {

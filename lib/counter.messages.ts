@@ -59,6 +59,8 @@ export const MESSAGES = {
     `Redis lost the counter data of ${shards} shard(s) (a restart without persistence, a failover to a replica that was behind, or eviction). Changes acknowledged ${lastFlush ? `after the last flush that finished before the loss (${lastFlush.toISOString()})` : 'since this instance started'} and not yet written to the database are lost, at most those; database values are intact and rows are reloaded from the database.`,
   databaseTimeout: (operation: string, timeoutMs: number) =>
     `The database did not answer within ${timeoutMs} ms (${operation}); counter changes stay in Redis and are written by a later flush.`,
+  databaseFailed: (operation: string, reason: string) =>
+    `The database failed while ${operation} (${reason}); nothing was changed. Retry once the database is reachable.`,
   claimNotReplicated: (confirmed: number, replicas: number, waitedMs: number) =>
     `A claimed counter batch reached ${confirmed} of ${replicas} replica(s) of its Redis node within ${waitedMs} ms; it stays in Redis and a later flush writes it.`,
   overlayFailed: () => `Could not read live counters from Redis; the response carries the database values.`,

@@ -1,6 +1,6 @@
 export * from './counter.error.js';
 export * from './counter-configuration.error.js';
-export * from './counter-database-timeout.error.js';
+export * from './counter-database-unavailable.error.js';
 export * from './counter-out-of-range.error.js';
 export * from './counter-replication-lag.error.js';
 export * from './counter-row-not-found.error.js';

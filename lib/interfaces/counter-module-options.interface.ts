@@ -88,7 +88,7 @@ export interface CounterModuleOptions {
   /**
    * Longest wait for one database operation of the module (a batch transaction, a read of rows to
    * load into Redis), in milliseconds. Past it the operation is abandoned: a flush stops and leaves its
-   * batches in Redis, a read fails with `CounterDatabaseTimeoutError`. Bounds the final flush at
+   * batches in Redis, a read fails with `CounterDatabaseUnavailableError`. Bounds the final flush at
    * shutdown too, so a database that stopped answering cannot hang it.
    * @default 10000
    */

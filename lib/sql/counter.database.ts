@@ -3,7 +3,8 @@ import { In, type DataSource, type QueryRunner } from 'typeorm';
 import { COUNTER_DATA_SOURCE, COUNTER_OPTIONS, TRANSACTION_ATTEMPTS } from '../counter.constants.js';
 import { MESSAGES } from '../counter.messages.js';
 import type { CountedEntity, CounterField } from '../counter.registry.js';
-import { CounterDatabaseTimeoutError } from '../exceptions/counter-database-timeout.error.js';
+import { CounterDatabaseUnavailableError } from '../exceptions/counter-database-unavailable.error.js';
+import { CounterError } from '../exceptions/counter.error.js';
 import type { ResolvedCounterOptions } from '../interfaces/counter-module-options.interface.js';
 import type { CounterDialect, DeltaRow } from './counter-dialect.js';
 import { CounterLedgerEntry } from './counter-ledger.entity.js';
@@ -45,7 +46,11 @@ export class CounterDatabase {
 
   /** Counter values of the rows that exist, by id as the database returns it. */
   readCounters(entity: CountedEntity, ids: Array<string | number>): Promise<Map<string, Record<string, unknown>>> {
-    return this.bounded('reading counters', () => this.readCountersNow(entity, ids));
+    return this.bounded('reading counters', () => this.readCountersNow(entity, ids)).catch((error: Error) => {
+      // The caller asked for a counter: it gets a counter error, with the driver's as its cause.
+      if (error instanceof CounterError) throw error;
+      throw new CounterDatabaseUnavailableError(MESSAGES.databaseFailed('reading counters', error.message), { cause: error });
+    });
   }
 
   /**
@@ -81,7 +86,7 @@ export class CounterDatabase {
     let timer: NodeJS.Timeout | undefined;
     const expired = new Promise<never>((_, reject) => {
       timer = setTimeout(
-        () => reject(new CounterDatabaseTimeoutError(MESSAGES.databaseTimeout(operation, timeoutMs))),
+        () => reject(new CounterDatabaseUnavailableError(MESSAGES.databaseTimeout(operation, timeoutMs))),
         timeoutMs,
       );
     });
