@@ -1,5 +1,6 @@
 import { Catch, HttpStatus, type ArgumentsHost, type ExceptionFilter } from '@nestjs/common';
 import {
+  CounterDatabaseUnavailableError,
   CounterError,
   CounterOutOfRangeError,
   CounterRowNotFoundError,
@@ -7,7 +8,7 @@ import {
   InvalidCounterIdError,
 } from 'nestjs-counter';
 
-/** Maps the counter library's errors to HTTP: missing row 404, below zero 409, Redis down 503. */
+/** Maps the counter library's errors to HTTP: missing row 404, below zero 409, Redis or database down 503. */
 @Catch(CounterError)
 export class CounterErrorsFilter implements ExceptionFilter {
   catch(error: CounterError, host: ArgumentsHost): void {
@@ -24,6 +25,8 @@ function statusOf(error: CounterError): number {
   if (error instanceof CounterRowNotFoundError) return HttpStatus.NOT_FOUND;
   if (error instanceof CounterOutOfRangeError) return HttpStatus.CONFLICT;
   if (error instanceof InvalidCounterIdError) return HttpStatus.BAD_REQUEST;
-  if (error instanceof CounterStoreUnavailableError) return HttpStatus.SERVICE_UNAVAILABLE;
+  if (error instanceof CounterStoreUnavailableError || error instanceof CounterDatabaseUnavailableError) {
+    return HttpStatus.SERVICE_UNAVAILABLE;
+  }
   return HttpStatus.INTERNAL_SERVER_ERROR;
 }
