@@ -194,9 +194,13 @@ describe.each(CHAOS_DATABASES)('scenario 6: Redis Cluster failover under load, o
     };
     recordResult({ scenario: '6a cluster failover (graceful)', database: databaseName, ...figures, durationMs: Date.now() - run.began, details });
 
+    // A manual failover pauses writes on the old master until its replica has caught up: an increment
+    // held there past redisCommandTimeoutMs times out, its outcome unknown (uncertain), as any timeout.
+    // Every acknowledged delta is in the database and nothing beyond acknowledged + uncertain.
     expect(figures.wrong).toEqual([]);
-    expect(figures).toMatchObject({ lost: 0, duplicated: 0, uncertain: 0, backwards: 0 });
-    expect(figures.inDatabase).toBe(figures.acknowledged);
+    expect(figures).toMatchObject({ lost: 0, duplicated: 0, backwards: 0 });
+    expect(figures.inDatabase).toBeGreaterThanOrEqual(figures.acknowledged);
+    expect(figures.inDatabase).toBeLessThanOrEqual(figures.acknowledged + figures.uncertain);
     expect(details.batchesAfterFailover, 'batches flushed after the topology change').toBeGreaterThan(0);
     expect(ledgerRows).toBe(details.batchesApplied);
     expect(final.filter((report) => report.error)).toEqual([]);

@@ -78,6 +78,8 @@ describe.each(CHAOS_DATABASES)('scenario 2: a flusher paused past its lease, the
       takeoverBatches: taken.batches,
       takeoverRecovered: taken.recoveredBatches,
       takeoverWaitedForSleeper: !takeoverSettled,
+      refusedIncrements: tally.calls.refused,
+      sleeperFlushError: late.error?.message ?? 'none',
       batchesApplied: total(reports, 'batches'),
       ledgerRows,
     };
@@ -86,8 +88,17 @@ describe.each(CHAOS_DATABASES)('scenario 2: a flusher paused past its lease, the
     expect(figures.wrong).toEqual([]);
     expect(figures).toMatchObject({ lost: 0, duplicated: 0, uncertain: 0, backwards: 0 });
     expect(figures.inDatabase).toBe(figures.acknowledged);
-    expect(tally.calls.refused, [...tally.errors].join(', ')).toBe(0);
-    expect(reports.filter((report) => report.error).map((report) => report.error!.message)).toEqual([]);
+    // A process frozen longer than redisCommandTimeoutMs wakes up to its timers before its sockets: a
+    // command whose reply sat unread in the kernel times out, and the connection is replaced. So the
+    // thawed sleeper may report a Redis timeout, and refuse increments while it reconnects; both are
+    // fail-fast outcomes (nothing acknowledged is lost, nothing is counted twice), counted in the figures.
+    const unavailable = (message: string) => message.startsWith('Redis did not answer') || message.startsWith('Redis is not available');
+    expect(
+      [...tally.errors.keys()].filter((name) => name !== 'CounterStoreUnavailableError'),
+      JSON.stringify([...tally.firstMessages]),
+    ).toEqual([]);
+    expect([late.error?.message].filter((message) => message !== undefined && !unavailable(message))).toEqual([]);
+    expect([taken, ...final].filter((report) => report.error).map((report) => report.error!.message)).toEqual([]);
     // Every transaction that committed is one ledger row and one reported batch: none was applied twice.
     expect(ledgerRows).toBe(details.batchesApplied);
     expect(await batchInLedger(observer, reached.batchId!)).toBe(true);
