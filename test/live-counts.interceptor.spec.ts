@@ -280,25 +280,30 @@ describe.each(TARGETS)('live counts interceptor on %s, %s', (databaseName, topol
     });
   });
 
+  /** A second app on the same tables, with a Redis client and key prefix of its own, torn down after all. */
+  async function startOtherApp(client: AnyRedis, keyPrefix: string): Promise<CounterApp> {
+    otherClients.push(client);
+    otherPrefixes.push(keyPrefix);
+    const app = await startCounterApp({
+      database: database.options,
+      keyPrefix,
+      redis: client,
+      synchronize: false,
+      counter: { shards: SHARDS, flushOnShutdown: false },
+      controllers: LIVE_COUNTS_CONTROLLERS,
+    });
+    others.push(app);
+    return app;
+  }
+
   it('answers with the database values when Redis is unreachable', async () => {
     const article = await insertArticle(10, 100, 'down');
     const remark = await remarks().save(remarks().create({ id: `down-${prefix}`, replyCount: 3, article }));
     expect(await counter.counters.increment(Article, article.id, 'like_count', 2)).toBe(12);
     expect(await counter.counters.increment(Remark, remark.id, 'reply_count', 2)).toBe(5);
 
-    const dead = unreachableClient(topology);
-    otherClients.push(dead);
     const deadPrefix = uniquePrefix('live-http-dead');
-    otherPrefixes.push(deadPrefix);
-    const down = await startCounterApp({
-      database: database.options,
-      keyPrefix: deadPrefix,
-      redis: dead,
-      synchronize: false,
-      counter: { shards: SHARDS, flushOnShutdown: false },
-      controllers: LIVE_COUNTS_CONTROLLERS,
-    });
-    others.push(down);
+    const down = await startOtherApp(unreachableClient(topology), deadPrefix);
     const downHttp = down.app.getHttpServer() as App;
 
     const started = Date.now();
@@ -322,18 +327,8 @@ describe.each(TARGETS)('live counts interceptor on %s, %s', (databaseName, topol
   it('falls back to the database values once its Redis client is disconnected mid-test', async () => {
     const article = await insertArticle(20, 200, 'cut');
     const own = moduleClient(topology);
-    otherClients.push(own);
     const ownPrefix = uniquePrefix('live-http-cut');
-    otherPrefixes.push(ownPrefix);
-    const app = await startCounterApp({
-      database: database.options,
-      keyPrefix: ownPrefix,
-      redis: own,
-      synchronize: false,
-      counter: { shards: SHARDS, flushOnShutdown: false },
-      controllers: LIVE_COUNTS_CONTROLLERS,
-    });
-    others.push(app);
+    const app = await startOtherApp(own, ownPrefix);
     const appHttp = app.app.getHttpServer() as App;
 
     expect(await app.counters.increment(Article, article.id, 'like_count', 5)).toBe(25);

@@ -3,7 +3,7 @@
 // here is structured-clone data: the channel uses Node's 'advanced' serialization.
 import type { Cluster, Redis } from 'ioredis';
 import type { DataSourceOptions } from 'typeorm';
-import type { CounterModuleOptions, CounterRedisConnection } from '../../lib/index.js';
+import type { CounterModuleOptions, CounterRedisConnection, FlushReport } from '../../lib/index.js';
 
 /** The entities a worker counts, by name (the classes of test/support/entities.ts). */
 export type CountedEntityName = 'Article' | 'Remark' | 'Badge';
@@ -67,15 +67,8 @@ export interface WireError {
 }
 
 /** `CounterService.flush()`'s report, with its error flattened and the worker's timing. */
-export interface WireFlushReport {
+export interface WireFlushReport extends Omit<FlushReport, 'error'> {
   worker: string;
-  batches: number;
-  rows: number;
-  recoveredBatches: number;
-  droppedRows: number;
-  busyShards: number;
-  failedShards: number;
-  durationMs: number;
   error?: WireError;
   /** Epoch ms when the flush started and ended, in the worker. */
   startedAt: number;

@@ -262,10 +262,6 @@ export class CounterStore {
     await this.call(() => this.client.nestjsCounterRelease(shard.lease, token));
   }
 
-  /**
-   * One script call per shard, in one pipeline per node: a single Redis takes them all in one round
-   * trip, a cluster one round trip per node touched (a cluster pipeline must stay on one node).
-   */
   /** What each shard has waiting for the database: one round trip per node. */
   async backlog(shards: ShardKeys[]): Promise<ShardBacklog[]> {
     const replies = await this.runPerShard(
@@ -294,6 +290,10 @@ export class CounterStore {
     );
   }
 
+  /**
+   * One script call per shard, in one pipeline per node: a single Redis takes them all in one round
+   * trip, a cluster one round trip per node touched (a cluster pipeline must stay on one node).
+   */
   private async runPerShard<T extends { shard: ShardKeys }>(
     requests: T[],
     send: (target: ScriptPipeline, request: T) => unknown,
