@@ -17,7 +17,8 @@ import { FAULT_KINDS, faultSchedule } from '../harness/fault-schedule.js';
 import { flushUntilSettled, total } from '../harness/final-flush.js';
 import { checkInvariant } from '../harness/invariant.js';
 import { SoakFleet } from '../harness/soak-fleet.js';
-import { sleep } from '../harness/time.js';
+import { sleep, within } from '../harness/time.js';
+import type { ChaosWorker } from '../harness/chaos-worker.js';
 
 const SOAK_MS = Number(process.env.CHAOS_SOAK_MS ?? 120_000);
 const SEED = process.env.CHAOS_SEED === undefined ? randomInt(1, 2 ** 31 - 1) : Number(process.env.CHAOS_SEED);
@@ -62,6 +63,9 @@ describe.each(CHAOS_DATABASES)('scenario 10: randomised soak, on %s', (databaseN
 
       const tally = await load.stop();
       await fleet.loops.stop();
+      // The invariant holds once the faults are over: the last episode may have just ended, with the
+      // flushing instance still reconnecting to Redis (it refuses meanwhile, as it should). Wait for it.
+      await within(reachesRedis(fleet.workers[0]), 10_000, 'the flushing instance reaching Redis again');
       const final = await flushUntilSettled(fleet.workers[0], redis, prefix, 30_000);
       await sampler.stop();
       const figures = await checkInvariant({ dataSource: observer, targets, start, tally, sampler });
@@ -102,3 +106,8 @@ describe.each(CHAOS_DATABASES)('scenario 10: randomised soak, on %s', (databaseN
     SOAK_MS + 120_000,
   );
 });
+
+/** Resolves once the worker's Redis connection answers (its `status()` reaches Redis). */
+async function reachesRedis(worker: ChaosWorker): Promise<void> {
+  while (!(await worker.status()).redisAvailable) await sleep(50);
+}
