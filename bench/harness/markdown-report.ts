@@ -46,9 +46,13 @@ export function scenarioMarkdown(scenario: ScenarioResult): string {
     `|${header.map(() => '---').join('|')}|`,
     ...scenario.rows.map((row) => `| ${rowCells(row, extras).join(' | ')} |`),
     '',
-    '| target | this run | met |',
-    '|---|---|---|',
-    ...scenario.checks.map((check) => `| ${check.target} | ${check.actual} | ${check.met ? 'yes' : '**no**'} |`),
+    ...(scenario.checks.length === 0
+      ? ['_No target is set for this scenario._']
+      : [
+          '| target | this run | met |',
+          '|---|---|---|',
+          ...scenario.checks.map((check) => `| ${check.target} | ${check.actual} | ${check.met ? 'yes' : '**no**'} |`),
+        ]),
   ];
   if (scenario.notes.length > 0) lines.push('', ...scenario.notes.map((note) => `- ${note}`));
   lines.push('', `_Scenario time: ${(scenario.durationMs / 1000).toFixed(1)} s._`, '');
