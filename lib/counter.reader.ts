@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { COUNTER_OPTIONS, SEED_ATTEMPTS } from './counter.constants.js';
 import { MESSAGES } from './counter.messages.js';
+import { groupBy } from './group-by.js';
 import type { RowId } from './counter-id.js';
 import type { CountedEntity } from './counter.registry.js';
 import { CounterOutOfRangeError } from './exceptions/counter-out-of-range.error.js';
@@ -76,7 +77,8 @@ export class CounterReader {
   private locate(request: RowRequest): PendingRow {
     const encodedId = this.keys.encodeId(request.id.text);
     return {
-      ...request,
+      entity: request.entity,
+      id: request.id,
       encodedId,
       shardKeys: this.keys.shard(request.entity.key, this.keys.shardOf(encodedId)),
       slotKey: CounterReader.resultKey(request.entity, request.id),
@@ -177,17 +179,6 @@ function toCount(value: unknown, entity: CountedEntity, counter: string, id: str
 
 function dedupe(rows: PendingRow[]): PendingRow[] {
   return [...new Map(rows.map((row) => [row.slotKey, row])).values()];
-}
-
-function groupBy<K, T>(items: T[], keyOf: (item: T) => K): Map<K, T[]> {
-  const groups = new Map<K, T[]>();
-  for (const item of items) {
-    const key = keyOf(item);
-    const group = groups.get(key);
-    if (group) group.push(item);
-    else groups.set(key, [item]);
-  }
-  return groups;
 }
 
 function groupByShard(rows: PendingRow[]) {

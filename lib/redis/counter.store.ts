@@ -2,6 +2,7 @@ import type { ChainableCommander } from 'ioredis';
 import { CounterReplicationLagError } from '../exceptions/counter-replication-lag.error.js';
 import { CounterStoreUnavailableError } from '../exceptions/counter-store-unavailable.error.js';
 import { MESSAGES } from '../counter.messages.js';
+import { groupBy } from '../group-by.js';
 import { ACK_LUA } from './scripts/ack.script.js';
 import { CLAIM_LUA } from './scripts/claim.script.js';
 import { INCREMENT_LUA } from './scripts/increment.script.js';
@@ -146,24 +147,35 @@ export class CounterStore {
     return { kind: 'out-of-range', current: Number(reply[1]) };
   }
 
-  /** Live values of rows grouped by shard: one script call per shard, one round trip per node. */
+  /**
+   * Live values of rows grouped by shard: one script call for every shard on a single Redis, one per
+   * shard (slot) on a cluster, and one round trip per node either way.
+   */
   async readRows(requests: ShardRowsRequest[]): Promise<ShardRowsResult[]> {
-    const replies = await this.runPerShard(requests, (target, { shard, encodedIds, counters }) =>
-      target.nestjsCounterRead(
-        encodedIds.length + 1,
-        shard.generation,
-        ...encodedIds.map((id) => shard.row(id)),
-        ...counters,
-      ),
-    );
-    return replies.map((reply, i) => {
-      const [generation, ...flat] = reply as [string, ...(string | null)[]];
-      const width = requests[i].counters.length;
-      const values = requests[i].encodedIds.map((_, row) =>
-        flat.slice(row * width, (row + 1) * width).map((value) => (value === null ? null : Number(value))),
-      );
-      return { generation: String(generation), values };
+    const calls = this.callsBySlot(requests);
+    const replies = await this.runPerCall(requests, calls, (target, indexes) => {
+      const keys: string[] = [];
+      const args: Arg[] = [];
+      for (const index of indexes) {
+        const { shard, encodedIds, counters } = requests[index];
+        keys.push(shard.generation);
+        for (const id of encodedIds) keys.push(shard.row(id));
+        args.push(encodedIds.length, counters.length, ...counters);
+      }
+      return target.nestjsCounterRead(keys.length, ...keys, ...args);
     });
+    const results: ShardRowsResult[] = new Array(requests.length);
+    calls.forEach((indexes, call) => {
+      const flat = replies[call] as (string | null)[];
+      let at = 0;
+      for (const index of indexes) {
+        const { encodedIds, counters } = requests[index];
+        const generation = String(flat[at++]);
+        const values = encodedIds.map(() => counters.map(() => toCountOrNull(flat[at++])));
+        results[index] = { generation, values };
+      }
+    });
+    return results;
   }
 
   async seedRows(requests: ShardSeedRequest[], ttlSeconds: number): Promise<ShardSeedResult[]> {
@@ -290,41 +302,59 @@ export class CounterStore {
     );
   }
 
-  /**
-   * One script call per shard, in one pipeline per node: a single Redis takes them all in one round
-   * trip, a cluster one round trip per node touched (a cluster pipeline must stay on one node).
-   */
-  private async runPerShard<T extends { shard: ShardKeys }>(
+  /** One script call per shard, in one pipeline per node (see `runPerCall`). */
+  private runPerShard<T extends { shard: ShardKeys }>(
     requests: T[],
     send: (target: ScriptPipeline, request: T) => unknown,
   ): Promise<unknown[]> {
-    if (requests.length === 0) return [];
+    return this.runPerCall(
+      requests,
+      requests.map((_, index) => [index]),
+      (target, [index]) => send(target, requests[index]),
+    );
+  }
+
+  /**
+   * Requests one script call can serve together: all of them on a single Redis; on a cluster those of
+   * one slot (a script's keys must share one).
+   */
+  private callsBySlot(requests: Array<{ shard: ShardKeys }>): number[][] {
+    const indexes = requests.map((_, index) => index);
+    if (!isCluster(this.client)) return [indexes];
+    return [...groupBy(indexes, (index) => requests[index].shard.slot).values()];
+  }
+
+  /**
+   * Sends one script call per entry of `calls` (indexes of requests of one slot), in one pipeline per
+   * node: a single Redis takes them all in one round trip, a cluster one round trip per node touched
+   * (a cluster pipeline must stay on one node). Returns the replies in the order of `calls`.
+   */
+  private async runPerCall<T extends { shard: ShardKeys }>(
+    requests: T[],
+    calls: number[][],
+    send: (target: ScriptPipeline, indexes: number[]) => unknown,
+  ): Promise<unknown[]> {
+    if (calls.length === 0) return [];
     return this.call(async () => {
-      const replies: unknown[] = new Array(requests.length);
+      const replies: unknown[] = new Array(calls.length);
+      // Before the slot map is known, each call goes on its own; ioredis routes it.
+      const nodeOf = (call: number): string => {
+        const slot = requests[calls[call][0]].shard.slot;
+        return isCluster(this.client) ? (this.client.slots[slot]?.join(',') ?? `slot:${slot}`) : 'server';
+      };
+      const byNode = groupBy(
+        calls.map((_, call) => call),
+        nodeOf,
+      );
       await Promise.all(
-        this.groupByNode(requests).map(async (indexes) => {
+        [...byNode.values()].map(async (callsOfNode) => {
           const pipeline = this.client.pipeline() as ScriptPipeline;
-          for (const index of indexes) send(pipeline, requests[index]);
-          unwrap((await pipeline.exec()) ?? []).forEach((reply, i) => (replies[indexes[i]] = reply));
+          for (const call of callsOfNode) send(pipeline, calls[call]);
+          unwrap((await pipeline.exec()) ?? []).forEach((reply, i) => (replies[callsOfNode[i]] = reply));
         }),
       );
       return replies;
     });
-  }
-
-  /** Indexes of the requests, grouped by the node (master and replicas) that serves their shard. */
-  private groupByNode(requests: Array<{ shard: ShardKeys }>): number[][] {
-    if (!isCluster(this.client)) return [requests.map((_, index) => index)];
-    const slots = this.client.slots;
-    const groups = new Map<string, number[]>();
-    requests.forEach(({ shard }, index) => {
-      // Before the slot map is known, each shard goes on its own; ioredis routes it.
-      const node = slots[shard.slot]?.join(',') ?? `slot:${shard.slot}`;
-      const group = groups.get(node);
-      if (group) group.push(index);
-      else groups.set(node, [index]);
-    });
-    return [...groups.values()];
   }
 
   /**
@@ -371,4 +401,8 @@ function unwrap(results: Array<[Error | null, unknown]>): unknown[] {
     if (error) throw error;
     return reply;
   });
+}
+
+function toCountOrNull(value: string | null): number | null {
+  return value === null ? null : Number(value);
 }

@@ -6,8 +6,8 @@ import calculateSlot from 'cluster-key-slot';
  * live in one cluster slot.
  */
 export class CounterKeys {
-  /** One ShardKeys per entity and shard, built once: the increment path reuses them. */
-  private readonly cache = new Map<string, ShardKeys>();
+  /** The ShardKeys of each entity, built once: the increment path only indexes into them. */
+  private readonly cache = new Map<string, readonly ShardKeys[]>();
 
   constructor(
     private readonly prefix: string,
@@ -34,18 +34,18 @@ export class CounterKeys {
   }
 
   /** Every shard of an entity. */
-  shardsOf(entityKey: string): ShardKeys[] {
-    return Array.from({ length: this.shards }, (_, shard) => this.shard(entityKey, shard));
+  shardsOf(entityKey: string): readonly ShardKeys[] {
+    let shards = this.cache.get(entityKey);
+    if (!shards) {
+      const tag = `${this.prefix}:{${encodeURIComponent(entityKey)}`;
+      shards = Array.from({ length: this.shards }, (_, shard) => new ShardKeys(`${tag}:${shard}}`));
+      this.cache.set(entityKey, shards);
+    }
+    return shards;
   }
 
   shard(entityKey: string, shard: number): ShardKeys {
-    const tag = `${this.prefix}:{${encodeURIComponent(entityKey)}:${shard}}`;
-    let keys = this.cache.get(tag);
-    if (!keys) {
-      keys = new ShardKeys(tag);
-      this.cache.set(tag, keys);
-    }
-    return keys;
+    return this.shardsOf(entityKey)[shard];
   }
 }
 
