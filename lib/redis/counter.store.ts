@@ -157,21 +157,21 @@ export class CounterStore {
       const keys: string[] = [];
       const args: Arg[] = [];
       for (const index of indexes) {
-        const { shard, encodedIds, counters } = requests[index];
+        const { shard, encodedIds } = requests[index];
         keys.push(shard.generation);
         for (const id of encodedIds) keys.push(shard.row(id));
-        args.push(encodedIds.length, counters.length, ...counters);
+        args.push(encodedIds.length);
       }
       return target.nestjsCounterRead(keys.length, ...keys, ...args);
     });
     const results: ShardRowsResult[] = new Array(requests.length);
     calls.forEach((indexes, call) => {
-      const flat = replies[call] as (string | null)[];
+      const flat = replies[call] as unknown[];
       let at = 0;
       for (const index of indexes) {
         const { encodedIds, counters } = requests[index];
         const generation = String(flat[at++]);
-        const values = encodedIds.map(() => counters.map(() => toCountOrNull(flat[at++])));
+        const values = encodedIds.map(() => liveValues(flat[at++] as string[], counters));
         results[index] = { generation, values };
       }
     });
@@ -403,6 +403,18 @@ function unwrap(results: Array<[Error | null, unknown]>): unknown[] {
   });
 }
 
-function toCountOrNull(value: string | null): number | null {
-  return value === null ? null : Number(value);
+/**
+ * The live value (b + p + f) of each counter from a row's HGETALL fields; null for a counter without a
+ * base (the row is not seeded for it). `b:`, `p:` and `f:` hold decimal integers.
+ */
+function liveValues(fields: string[], counters: string[]): (number | null)[] {
+  const base: (number | null)[] = counters.map(() => null);
+  const unflushed = counters.map(() => 0);
+  for (let i = 0; i < fields.length; i += 2) {
+    const counter = counters.indexOf(fields[i].slice(2));
+    if (counter < 0) continue;
+    if (fields[i].startsWith('b:')) base[counter] = Number(fields[i + 1]);
+    else unflushed[counter] += Number(fields[i + 1]);
+  }
+  return base.map((value, counter) => (value === null ? null : value + unflushed[counter]));
 }
