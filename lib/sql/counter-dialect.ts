@@ -43,7 +43,7 @@ export function driverErrorOf(error: unknown): DriverError {
   return (wrapped?.driverError ?? wrapped ?? {}) as DriverError;
 }
 
-/** `col = COALESCE(col, 0) + CASE id WHEN ? THEN ? … ELSE 0 END` per column, for MySQL and SQLite. */
+/** `col = COALESCE(col, 0) + CASE id WHEN ? THEN ? … ELSE 0 END` per column, for MySQL (whose multi-table UPDATE cannot lock rows in id order). */
 export function caseDeltaAssignments(
   target: DeltaTarget,
   rows: DeltaRow[],

@@ -3,7 +3,7 @@ import { driverErrorOf, fixedIntegerRange, type CounterDialect, type DeltaRow, t
 const UNIQUE_VIOLATION = '23505';
 const TRANSIENT = new Set(['40P01', '40001', '55P03']);
 
-/** PostgreSQL: `UPDATE … FROM (VALUES …)`, one typed tuple per row. */
+/** PostgreSQL: `UPDATE … FROM (VALUES …)`, one typed tuple per row, the rows found by primary key. */
 export const postgresDialect: CounterDialect = {
   parallelTransactions: 4,
   integerRange: fixedIntegerRange,
@@ -20,6 +20,11 @@ export const postgresDialect: CounterDialect = {
       }
       return `(${cells.join(', ')})`;
     });
+    // The ids again, as one array: with it the planner reads just the batch's rows by primary key (in
+    // id order); joined on VALUES alone it hashes them and scans the whole table (EXPLAIN ANALYZE,
+    // 500 of 33,000 rows: 11-14 ms against 4.7 ms).
+    params.push(rows.map((row) => row.id));
+    const ids = `$${params.length}::${target.idType}[]`;
     const deltaNames = target.columns.map((_, index) => `d${index}`);
     const assignments = target.columns.map(
       (column, index) => `${column} = COALESCE(t.${column}, 0) + v.d${index}`,
@@ -28,7 +33,7 @@ export const postgresDialect: CounterDialect = {
       sql:
         `UPDATE ${target.table} AS t SET ${assignments.join(', ')} ` +
         `FROM (VALUES ${tuples.join(', ')}) AS v(id, ${deltaNames.join(', ')}) ` +
-        `WHERE t.${target.idColumn} = v.id`,
+        `WHERE t.${target.idColumn} = v.id AND t.${target.idColumn} = ANY(${ids})`,
       params,
     };
   },
