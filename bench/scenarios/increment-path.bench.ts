@@ -50,10 +50,11 @@ export async function measureIncrements(context: BenchContext, topology: Topolog
       }
       return results;
     } finally {
+      // Closed first: its final flush on shutdown would recreate the shards' generation keys.
+      await bench.close();
+      await raw.close();
       await deleteKeys(inspector, prefix);
       inspector.disconnect();
-      await raw.close();
-      await bench.close();
     }
   });
 }

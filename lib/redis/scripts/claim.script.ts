@@ -1,5 +1,3 @@
-import { ROW_HELPERS_LUA } from './row-helpers.lua.js';
-
 /**
  * Takes (or renews) a shard's lease and claims a batch: moves pending deltas into flight.
  *
@@ -19,7 +17,7 @@ import { ROW_HELPERS_LUA } from './row-helpers.lua.js';
  * Invariant: every delta is in exactly one place: a row's p: field (and the id in the dirty set), or a
  * row's f: field and the batch hash. Nothing is removed here; the ack moves f: into b:.
  */
-export const CLAIM_LUA = ROW_HELPERS_LUA + `
+export const CLAIM_LUA = `
 local lost = 0
 if redis.call('EXISTS', KEYS[4]) == 0 then
   redis.call('SET', KEYS[4], '0')
@@ -52,20 +50,36 @@ local entries = {}
 for p = 1, #popped, 2 do
   local id = popped[p]
   local row = ARGV[1] .. id
+  -- One read of the row, then at most one HDEL and one HSET: per-field calls cost more than their work.
   local fields = redis.call('HGETALL', row)
+  local inflight = {}
+  for i = 1, #fields, 2 do
+    if string.sub(fields[i], 1, 2) == 'f:' then inflight[string.sub(fields[i], 3)] = true end
+  end
+  local pending, moved = {}, {}
   for i = 1, #fields, 2 do
     local field = fields[i]
     if string.sub(field, 1, 2) == 'p:' then
       local counter = string.sub(field, 3)
-      redis.call('HDEL', row, field)
-      if tonumber(fields[i + 1]) ~= 0 then
-        redis.call('HINCRBY', row, 'f:' .. counter, fields[i + 1])
+      local delta = fields[i + 1]
+      pending[#pending + 1] = field
+      if tonumber(delta) ~= 0 then
+        if inflight[counter] then
+          redis.call('HINCRBY', row, 'f:' .. counter, delta)
+        else
+          moved[#moved + 1] = 'f:' .. counter
+          moved[#moved + 1] = delta
+          inflight[counter] = true
+        end
         entries[#entries + 1] = id .. '\\n' .. counter
-        entries[#entries + 1] = fields[i + 1]
+        entries[#entries + 1] = delta
       end
     end
   end
-  expire_if_clean(row, ARGV[6])
+  if #pending > 0 then redis.call('HDEL', row, unpack(pending)) end
+  if #moved > 0 then redis.call('HSET', row, unpack(moved)) end
+  -- Neither pending nor in flight (every change netted to zero): a cache of database values again.
+  if next(inflight) == nil then redis.call('EXPIRE', row, ARGV[6]) end
 end
 local more = redis.call('ZCARD', KEYS[1]) > 0 and 1 or 0
 if #entries == 0 then
