@@ -16,6 +16,8 @@ export interface ClosedLoopResult {
   opsPerSec: number;
   p50Ms: number;
   p99Ms: number;
+  /** CPU time of this Node process (user + system) per operation over the measured window, in µs. */
+  cpuUsPerOp: number;
   /** Operations that threw (not counted in `operations` nor in the latencies). */
   errors: number;
   /** The first error thrown, for the report. */
@@ -55,15 +57,18 @@ export async function runClosedLoop(options: ClosedLoopOptions): Promise<ClosedL
   await sleep(options.warmupMs);
   measuring = true;
   const started = performance.now();
+  const cpu = process.cpuUsage();
   await sleep(options.durationMs);
   stopping = true;
   const elapsedMs = performance.now() - started;
+  const { user, system } = process.cpuUsage(cpu);
   await Promise.all(workers);
   return {
     operations,
     opsPerSec: operations / (elapsedMs / 1000),
     p50Ms: latencies.percentile(50),
     p99Ms: latencies.percentile(99),
+    cpuUsPerOp: (user + system) / operations,
     errors,
     firstError,
   };

@@ -9,6 +9,7 @@ import { BULK_CHUNK_ROWS, runBulkAdd } from '../harness/bulk-update.js';
 import { withDatabase, type DatabaseName } from '../harness/databases.js';
 import { bulkTargetOf, flushWorkload, makeDirty, verifyTotals, type EntityWorkload } from '../harness/flush-workload.js';
 import { benchPrefix, deleteKeys, REDIS_URL } from '../harness/redis-targets.js';
+import { commandCount } from '../harness/redis-command-cost.js';
 import { entityKeyRenamer, restoreKeys, snapshotKeys, type RedisSnapshot } from '../harness/redis-snapshot.js';
 import { STATEMENT_TIMER_OPTIONS, StatementTimer } from '../harness/statement-timer.js';
 
@@ -117,8 +118,10 @@ async function measureDatabase(context: BenchContext, name: DatabaseName, label:
       const before = await bulkAdd(name, bench.dataSource, workloads);
       await verifyTotals(bench.dataSource, workloads, 1, 'the first bulk UPDATE');
       timer.take();
+      const scriptsBefore = await commandCount(state.inspector, 'evalsha');
       const flush = await flushUntilEmpty(bench.counters);
       const flushSql = timer.take();
+      const scriptsAfter = await commandCount(state.inspector, 'evalsha');
       if (flush.rows !== total) throw new Error(`the flush reported ${flush.rows} rows, expected ${total}`);
       await verifyTotals(bench.dataSource, workloads, 2, 'the library flush');
       timer.take();
@@ -140,6 +143,8 @@ async function measureDatabase(context: BenchContext, name: DatabaseName, label:
           batches: flush.batches,
           'library s': round(flush.seconds),
           'library SQL statements': flushSql.statements,
+          // Claim, ack and status scripts: what the flush costs the single-threaded Redis per row.
+          'Redis script µs/row': (scriptsAfter.usec - scriptsBefore.usec) / total,
           'library s in SQL (Σ connections)': round(flushSql.seconds),
           'bulk statements': before.statements,
           'bulk s before flush': round(before.seconds),

@@ -1,3 +1,4 @@
+import type { Redis } from 'ioredis';
 import type { BenchContext, BenchScenario } from '../harness/bench-context.js';
 import { startBenchApp, insertRows, loadIntoRedis } from '../harness/bench-app.js';
 import { BenchPost } from '../harness/bench-entities.js';
@@ -5,6 +6,8 @@ import { atLeast, atMost, ratio, type BenchRow, type TargetCheck } from '../harn
 import { runClosedLoop } from '../harness/closed-loop.js';
 import { withDatabase } from '../harness/databases.js';
 import { rawClient } from '../harness/raw-redis.js';
+import { commandCount, usecPerCall } from '../harness/redis-command-cost.js';
+import { redisProcessCpu } from '../harness/redis-process-cpu.js';
 import { benchPrefix, deleteKeys, inspectionClient, type Topology } from '../harness/redis-targets.js';
 
 const CONCURRENCIES = [1, 50, 200];
@@ -28,11 +31,22 @@ export async function measureIncrements(context: BenchContext, topology: Topolog
       await insertRows(bench.dataSource, BenchPost, rows);
       await loadIntoRedis(bench.counters, BenchPost, rows);
       const results: BenchRow[] = [];
+      const redisCpu = topology === 'standalone' ? await redisProcessCpu(raw.client as Redis) : undefined;
       for (const concurrency of concurrencies) {
-        const measure = (operation: (worker: number, sequence: number) => Promise<unknown>) =>
-          runClosedLoop({ concurrency, durationMs: context.durationMs, warmupMs: context.warmupMs, operation });
-        const baseline = await measure((worker, sequence) => raw.client.incr(`${prefix}:raw:${rowOf(rows, worker, sequence)}`));
-        const library = await measure((worker, sequence) =>
+        // Redis's own time per command is read from INFO commandstats on a single Redis (on a cluster
+        // the calls spread over the masters).
+        const measure = async (command: string, operation: (worker: number, sequence: number) => Promise<unknown>) => {
+          const before = topology === 'standalone' ? await commandCount(raw.client, command) : undefined;
+          const cpuBefore = redisCpu?.();
+          const result = await runClosedLoop({ concurrency, durationMs: context.durationMs, warmupMs: context.warmupMs, operation });
+          const after = before ? await commandCount(raw.client, command) : undefined;
+          const redisUs = before && after ? usecPerCall(before, after) : Number.NaN;
+          // The server's whole CPU time (I/O included) over every call of the run, warm-up included.
+          const redisCpuUs = redisCpu && before && after ? (redisCpu() - cpuBefore!) / (after.calls - before.calls) : Number.NaN;
+          return { ...result, redisUs, redisCpuUs };
+        };
+        const baseline = await measure('incr', (worker, sequence) => raw.client.incr(`${prefix}:raw:${rowOf(rows, worker, sequence)}`));
+        const library = await measure('evalsha', (worker, sequence) =>
           bench.counters.increment(BenchPost, rowOf(rows, worker, sequence), 'like_count'),
         );
         for (const side of [baseline, library]) {
@@ -46,6 +60,18 @@ export async function measureIncrements(context: BenchContext, topology: Topolog
           label: `${topology}, concurrency ${concurrency}`,
           library: { perSecond: library.opsPerSec, p50Ms: library.p50Ms, p99Ms: library.p99Ms },
           baseline: { perSecond: baseline.opsPerSec, p50Ms: baseline.p50Ms, p99Ms: baseline.p99Ms },
+          extra: {
+            'app CPU µs/op (library)': library.cpuUsPerOp,
+            'app CPU µs/op (INCR)': baseline.cpuUsPerOp,
+            ...(topology === 'standalone'
+              ? {
+                  'Redis µs/call (script)': library.redisUs,
+                  'Redis µs/call (INCR)': baseline.redisUs,
+                  'Redis CPU µs/op (library)': library.redisCpuUs,
+                  'Redis CPU µs/op (INCR)': baseline.redisCpuUs,
+                }
+              : {}),
+          },
         });
       }
       return results;
@@ -75,7 +101,10 @@ export const incrementPath: BenchScenario = {
       unit: 'increments',
       rows,
       checks,
-      notes: ['Both sides run in this one Node process, closed loop: each of the N clients sends its next operation when the last one answered.'],
+      notes: [
+        'Both sides run in this one Node process, closed loop: each of the N clients sends its next operation when the last one answered.',
+        'App CPU µs/op: this process\'s CPU time (user + system) per operation over the measured window. Redis µs/call: the server\'s own time per EVALSHA or INCR (INFO commandstats), without network and I/O. Redis CPU µs/op: the server process\'s whole CPU time (its I/O included, from /proc) per call.',
+      ],
     };
   },
 };
