@@ -10,7 +10,7 @@ import {
   CounterService,
   type CounterModuleOptions,
 } from '../../lib/index.js';
-import { BENCH_ENTITIES, type BenchEntity } from './bench-entities.js';
+import { BENCH_ENTITIES, BenchPost, type BenchEntity } from './bench-entities.js';
 import { redisOption, type Topology } from './redis-targets.js';
 
 export interface BenchApp {
@@ -80,4 +80,17 @@ export async function loadIntoRedis(counters: CounterService, entity: BenchEntit
     const values = await counters.getMany(entity, ids);
     if (values.size !== ids.length) throw new Error(`loaded ${values.size} of ${ids.length} ${entity.name} rows into Redis`);
   }
+}
+
+/**
+ * Realistic counters in the database, different per row (likes up to 5,000, views up to 5 million,
+ * comments up to 300), so that a wrong or missing overlay cannot go unnoticed.
+ */
+export async function giveCountersValues(dataSource: DataSource): Promise<void> {
+  await dataSource
+    .createQueryBuilder()
+    .update(BenchPost)
+    .set({ likeCount: () => '(id * 37) % 5000', viewCount: () => '(id * 7919) % 5000000', commentCount: () => '(id * 13) % 300' })
+    .where('id >= :first', { first: 1 })
+    .execute();
 }

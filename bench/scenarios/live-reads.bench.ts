@@ -7,10 +7,11 @@ import { CounterRedisHandle } from '../../lib/redis/redis-connection.js';
 import { tapCommands } from '../../test/support/command-tap.js';
 import { slotOwners } from '../../test/support/slot-owners.js';
 import type { BenchContext, BenchScenario } from '../harness/bench-context.js';
-import { insertRows, loadIntoRedis, startBenchApp, type BenchApp } from '../harness/bench-app.js';
+import { giveCountersValues, insertRows, loadIntoRedis, startBenchApp, type BenchApp } from '../harness/bench-app.js';
 import { BenchPost, COUNTER_NAMES } from '../harness/bench-entities.js';
 import { formatRatio, ratio, type BenchRow, type Figures, type TargetCheck } from '../harness/bench-results.js';
 import { withDatabase } from '../harness/databases.js';
+import { commandCount, usecPerCall } from '../harness/redis-command-cost.js';
 import { LatencyRecorder } from '../harness/latency-recorder.js';
 import { benchPrefix, deleteKeys, inspectionClient, type Topology } from '../harness/redis-targets.js';
 
@@ -56,22 +57,11 @@ interface Measured {
   baseline: Figures;
   traffic: Traffic;
   layout: { shards: number; slotGroups: number };
+  /** Redis's own time per script call (INFO commandstats), on a single Redis; NaN on a cluster. */
+  redisUsPerCall: number;
 }
 
 const ids = (first: number, count: number) => Array.from({ length: count }, (_, i) => first + i);
-
-/**
- * Counter values the database holds before Redis sees the rows: non-zero and different per row, so a
- * wrong overlay cannot go unnoticed.
- */
-async function giveCountersValues(bench: BenchApp): Promise<void> {
-  await bench.dataSource
-    .createQueryBuilder()
-    .update(BenchPost)
-    .set({ likeCount: () => '(id * 37) % 5000', viewCount: () => '(id * 7919) % 5000000', commentCount: () => '(id * 13) % 300' })
-    .where('id >= :first', { first: 1 })
-    .execute();
-}
 
 /** Runs `intercept` as Nest runs an interceptor around a handler that returns `page`. */
 function interceptorCall(bench: BenchApp) {
@@ -187,6 +177,9 @@ async function measureWarm(context: BenchContext, page: PageBench): Promise<Meas
   // Warm-up: JIT, script loading on each connection, PostgreSQL's plan cache.
   await timeInTurns(context.quick ? 50 : 300, () => ({ run: () => intercept(pageFrom(stored)) }), () => select(pageIds));
   const traffic = await countTraffic(bench, Array.from({ length: COUNTED_CALLS }, () => () => intercept(pageFrom(stored))));
+  // On a cluster INFO answers for one node only: Redis time per call is read on a single Redis.
+  const standalone = !('nodes' in page.inspector);
+  const scriptsBefore = standalone ? await commandCount(page.inspector, 'evalsha') : undefined;
   const timed = await timeInTurns(
     iterationsOf(context),
     () => {
@@ -195,7 +188,8 @@ async function measureWarm(context: BenchContext, page: PageBench): Promise<Meas
     },
     () => select(pageIds),
   );
-  return { ...timed, traffic, layout: await slotGroupsOf(bench, page.inspector, pageIds) };
+  const redisUsPerCall = scriptsBefore ? usecPerCall(scriptsBefore, await commandCount(page.inspector, 'evalsha')) : Number.NaN;
+  return { ...timed, traffic, layout: await slotGroupsOf(bench, page.inspector, pageIds), redisUsPerCall };
 }
 
 /**
@@ -219,7 +213,7 @@ async function measureCold(context: BenchContext, page: PageBench, firstId: numb
     },
     (index) => select(idsOf(COUNTED_COLD_PAGES + index)),
   );
-  return { ...timed, traffic, layout: await slotGroupsOf(bench, page.inspector, idsOf(0)) };
+  return { ...timed, traffic, layout: await slotGroupsOf(bench, page.inspector, idsOf(0)), redisUsPerCall: Number.NaN };
 }
 
 function tableRow(label: string, measured: Measured): BenchRow {
@@ -232,6 +226,7 @@ function tableRow(label: string, measured: Measured): BenchRow {
       'slot groups': measured.layout.slotGroups,
       'shards touched': measured.layout.shards,
       'commands/call': Math.max(...measured.traffic.commands),
+      ...(Number.isNaN(measured.redisUsPerCall) ? {} : { 'Redis µs/script call': measured.redisUsPerCall }),
     },
   };
 }
@@ -262,7 +257,7 @@ async function measureTopology(context: BenchContext, topology: Topology): Promi
     const inspector = inspectionClient(topology);
     try {
       await insertRows(bench.dataSource, BenchPost, PAGE_SIZE * (1 + COUNTED_COLD_PAGES + coldPagesOf(context)));
-      await giveCountersValues(bench);
+      await giveCountersValues(bench.dataSource);
       const repository: Repository<BenchPost> = bench.dataSource.getRepository(BenchPost);
       const page: PageBench = {
         bench,

@@ -4,7 +4,7 @@ import { COUNTER_DEFAULTS } from '../../lib/counter.constants.js';
 import { CounterRegistry } from '../../lib/counter.registry.js';
 import { CounterKeys } from '../../lib/redis/keys.js';
 import type { BenchContext, BenchScenario } from '../harness/bench-context.js';
-import { insertRows, loadIntoRedis, startBenchApp, type BenchApp } from '../harness/bench-app.js';
+import { giveCountersValues, insertRows, loadIntoRedis, startBenchApp, type BenchApp } from '../harness/bench-app.js';
 import { BenchPost, COUNTER_NAMES } from '../harness/bench-entities.js';
 import type { BenchRow, TargetCheck } from '../harness/bench-results.js';
 import { withDatabase } from '../harness/databases.js';
@@ -89,14 +89,6 @@ async function writeInChunks(redis: Redis, count: number, write: (pipeline: Retu
  */
 const databaseValues = (id: number) => [(id * 37) % 5_000, (id * 7_919) % 5_000_000, (id * 13) % 300];
 
-async function giveCountersValues(bench: BenchApp): Promise<void> {
-  await bench.dataSource
-    .createQueryBuilder()
-    .update(BenchPost)
-    .set({ likeCount: () => '(id * 37) % 5000', viewCount: () => '(id * 7919) % 5000000', commentCount: () => '(id * 13) % 300' })
-    .where('id >= :first', { first: 1 })
-    .execute();
-}
 
 /** The keys the module keeps for rows 1..rows of BenchPost, computed as the module computes them. */
 function layoutOf(bench: BenchApp, rows: number): Layout {
@@ -194,7 +186,7 @@ async function measure(context: BenchContext) {
         // Chunks of 500: after an insert TypeORM re-reads the rows' defaults with one OR per row, and
         // SQLite refuses an expression deeper than 1,000.
         await insertRows(bench.dataSource, BenchPost, rows, 500);
-        await giveCountersValues(bench);
+        await giveCountersValues(bench.dataSource);
         const layout = layoutOf(bench, rows);
         const sample = layout.rowKeys[41];
 
