@@ -34,6 +34,3 @@ export const TRANSACTION_ATTEMPTS = 3;
 
 /** Internal token of the TypeORM data source whose entities are counted. */
 export const COUNTER_DATA_SOURCE = 'counter:data-source';
-
-/** Internal token of the Redis client handle. */
-export const COUNTER_REDIS = 'counter:redis';
