@@ -347,16 +347,19 @@ describe('user-supplied Redis client settings', () => {
 
   async function warningsFor(client: Redis): Promise<string[]> {
     const warn = vi.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    const prefix = uniquePrefix('replay');
     try {
       const app = await harness.start({
         database: database.options,
         entities: [...ENTITIES, CounterLedgerEntry],
-        imports: [CounterModule.forRoot({ redis: client, keyPrefix: uniquePrefix('replay'), flushEnabled: false })],
+        imports: [CounterModule.forRoot({ redis: client, keyPrefix: prefix, flushEnabled: false })],
       });
       await harness.close(app);
       return warn.mock.calls.map(([message]) => String(message));
     } finally {
       warn.mockRestore();
+      // The shards' generation keys the app marked at bootstrap.
+      await deleteKeys(client, prefix).catch(() => undefined);
       client.disconnect();
     }
   }
