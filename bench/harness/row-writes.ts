@@ -8,7 +8,7 @@ export interface RowWriteCount {
 
 /**
  * Starts counting the row updates the server performs on `table` for this DataSource (PostgreSQL,
- * MariaDB). Reads happen through the DataSource's own pool: a StatementCounter logger sees them, so
+ * MariaDB). Reads happen through the DataSource's own pool: a StatementLog logger sees them, so
  * take its figures outside `startRowWriteCount`…`stop`.
  */
 export async function startRowWriteCount(dataSource: DataSource, table: string): Promise<RowWriteCount> {

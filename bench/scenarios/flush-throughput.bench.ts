@@ -11,7 +11,7 @@ import { bulkTargetOf, flushWorkload, makeDirty, verifyTotals, type EntityWorklo
 import { benchPrefix, deleteKeys, REDIS_URL } from '../harness/redis-targets.js';
 import { commandCount } from '../harness/redis-command-cost.js';
 import { entityKeyRenamer, restoreKeys, snapshotKeys, type RedisSnapshot } from '../harness/redis-snapshot.js';
-import { STATEMENT_TIMER_OPTIONS, StatementTimer } from '../harness/statement-timer.js';
+import { STATEMENT_TIMING_OPTIONS, StatementLog } from '../harness/statement-log.js';
 
 const DATABASES: Array<{ name: DatabaseName; label: string }> = [
   { name: 'postgres', label: 'PostgreSQL' },
@@ -96,9 +96,9 @@ async function measureDatabase(context: BenchContext, name: DatabaseName, label:
   const { workloads } = state;
   const total = workloads.reduce((sum, { rows }) => sum + rows.length, 0);
   return withDatabase(name, async (database) => {
-    const timer = new StatementTimer();
+    const timer = new StatementLog();
     const bench = await startBenchApp({
-      database: { ...database.options, ...STATEMENT_TIMER_OPTIONS },
+      database: { ...database.options, ...STATEMENT_TIMING_OPTIONS },
       logger: timer,
       topology: 'standalone',
       keyPrefix: state.prefix,

@@ -9,7 +9,7 @@ import { runClosedLoop, sleep, type ClosedLoopResult } from '../harness/closed-l
 import { withDatabase, type DatabaseName } from '../harness/databases.js';
 import { benchPrefix, deleteKeys, inspectionClient } from '../harness/redis-targets.js';
 import { startRowWriteCount } from '../harness/row-writes.js';
-import { StatementCounter } from '../harness/statement-counter.js';
+import { StatementLog } from '../harness/statement-log.js';
 
 const CLIENTS = 50;
 const HOT_ID = 1;
@@ -68,7 +68,7 @@ async function runSide(
 ): Promise<SideRun> {
   const prefix = benchPrefix(`hot-row-${side}`);
   return withDatabase(database, async (testDatabase) => {
-    const statements = new StatementCounter();
+    const statements = new StatementLog();
     // The naive app keeps the module loaded but idle, so both sides are the same Nest app otherwise.
     const counter = side === 'naive' ? { flushEnabled: false } : undefined;
     const bench = await startBenchApp({

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import calculateSlot from 'cluster-key-slot';
 import { Cluster, Redis } from 'ioredis';
+import { groupBy } from '../../lib/group-by.js';
 
 export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
@@ -82,19 +83,8 @@ export async function keysEndingWith(redis: AnyRedis, prefix: string, suffix: st
 export async function deleteKeys(redis: AnyRedis, prefix: string): Promise<void> {
   const keys = await scanKeys(redis, prefix);
   // A cluster refuses a DEL whose keys span slots (CROSSSLOT): delete one slot at a time there.
-  const groups = isCluster(redis) ? groupBySlot(keys) : [keys];
+  const groups = isCluster(redis) ? [...groupBy(keys, calculateSlot).values()] : [keys];
   for (const group of groups) {
     for (let i = 0; i < group.length; i += 500) await redis.del(...group.slice(i, i + 500));
   }
-}
-
-function groupBySlot(keys: string[]): string[][] {
-  const groups = new Map<number, string[]>();
-  for (const key of keys) {
-    const slot = calculateSlot(key);
-    const group = groups.get(slot);
-    if (group) group.push(key);
-    else groups.set(slot, [key]);
-  }
-  return [...groups.values()];
 }

@@ -1,5 +1,6 @@
 /**
- * Lua helpers shared by the scripts that decide whether a row hash may expire.
+ * Lua helpers for a script that decides whether a row hash may expire (the seed script; the claim and
+ * ack scripts apply the same rule to the fields they have already read with HGETALL).
  * A row with a `p:` (pending) or `f:` (in flight) field holds deltas not yet in the database and must
  * never expire; a row with only `b:` (base) fields is a cache of database values and may.
  */
