@@ -157,7 +157,7 @@ export class CounterService {
     const encodedId = this.keys.encodeId(rowId.text);
     const shard = this.keys.shard(counted.key, this.keys.shardOf(encodedId));
     for (let attempt = 0; attempt < SEED_ATTEMPTS; attempt++) {
-      const outcome = await this.store.increment(shard, encodedId, field.name, delta, field.min, field.max);
+      const outcome = await this.store.increment({ shard, encodedId, counter: field.name, delta, min: field.min, max: field.max });
       if (outcome.kind === 'applied') return outcome.value;
       if (outcome.kind === 'out-of-range') throw outOfRange(counted, field, outcome.current, delta);
       const seeded = await this.reader.ensureSeeded({ entity: counted, id: rowId });

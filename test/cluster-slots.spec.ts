@@ -28,6 +28,7 @@ const CRASHED_ARTICLES = 4;
 /** The scripts the store registers (lib/redis/counter.store.ts); the walk below must send each one. */
 const LIBRARY_SCRIPTS = [
   'nestjsCounterIncrement',
+  'nestjsCounterIncrementMany',
   'nestjsCounterRead',
   'nestjsCounterSeed',
   'nestjsCounterClaim',
@@ -116,6 +117,10 @@ describe.runIf(TOPOLOGIES.includes('cluster'))('hash slots of every command on a
     }
     likes.set(articleIds[0], likes.get(articleIds[0])! + 4);
     expect(await counters.increment(Article, articleIds[0], 'like_count', 4)).toBe(likes.get(articleIds[0]));
+    // Increments of one turn of the event loop, over rows of several shards: one call per slot.
+    const together = await Promise.all(articleIds.map((id) => counters.increment(Article, id, 'like_count')));
+    for (const id of articleIds) likes.set(id, likes.get(id)! + 1);
+    expect(together).toEqual(articleIds.map((id) => likes.get(id)));
 
     // Reads: one row, many rows, entities overlaid in place; the backlog.
     expect(await counters.get(Article, articleIds[3], 'like_count')).toBe(likes.get(articleIds[3]));

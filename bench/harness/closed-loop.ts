@@ -9,11 +9,19 @@ export interface ClosedLoopOptions {
   warmupMs: number;
   /** One operation; `worker` is 0..concurrency-1, `sequence` counts the worker's operations. */
   operation(worker: number, sequence: number): Promise<unknown>;
+  /** Where to record latencies: pass one recorder to several runs to take percentiles over all of them. */
+  latencies?: LatencyRecorder;
 }
 
 export interface ClosedLoopResult {
   operations: number;
+  /** Every operation that completed, warm-up and the last ones after the window included. */
+  completed: number;
   opsPerSec: number;
+  /** The measured window. */
+  elapsedMs: number;
+  /** CPU time of this Node process (user + system) over the measured window, in µs. */
+  cpuUs: number;
   p50Ms: number;
   p99Ms: number;
   /** CPU time of this Node process (user + system) per operation over the measured window, in µs. */
@@ -29,10 +37,11 @@ export interface ClosedLoopResult {
  * completed operations per second and the latency of each operation.
  */
 export async function runClosedLoop(options: ClosedLoopOptions): Promise<ClosedLoopResult> {
-  const latencies = new LatencyRecorder();
+  const latencies = options.latencies ?? new LatencyRecorder();
   let measuring = false;
   let stopping = false;
   let operations = 0;
+  let completed = 0;
   let errors = 0;
   let firstError: string | undefined;
   const worker = async (index: number) => {
@@ -47,6 +56,7 @@ export async function runClosedLoop(options: ClosedLoopOptions): Promise<ClosedL
         }
         continue;
       }
+      completed++;
       if (measuring && !stopping) {
         latencies.record(performance.now() - started);
         operations++;
@@ -65,7 +75,10 @@ export async function runClosedLoop(options: ClosedLoopOptions): Promise<ClosedL
   await Promise.all(workers);
   return {
     operations,
+    completed,
     opsPerSec: operations / (elapsedMs / 1000),
+    elapsedMs,
+    cpuUs: user + system,
     p50Ms: latencies.percentile(50),
     p99Ms: latencies.percentile(99),
     cpuUsPerOp: (user + system) / operations,

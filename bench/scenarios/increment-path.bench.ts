@@ -4,13 +4,61 @@ import { startBenchApp, insertRows, loadIntoRedis } from '../harness/bench-app.j
 import { BenchPost } from '../harness/bench-entities.js';
 import { atLeast, atMost, ratio, type BenchRow, type TargetCheck } from '../harness/bench-results.js';
 import { runClosedLoop } from '../harness/closed-loop.js';
+import { LatencyRecorder } from '../harness/latency-recorder.js';
 import { withDatabase } from '../harness/databases.js';
 import { rawClient } from '../harness/raw-redis.js';
-import { commandCount, usecPerCall } from '../harness/redis-command-cost.js';
+import { commandCount } from '../harness/redis-command-cost.js';
 import { redisProcessCpu } from '../harness/redis-process-cpu.js';
 import { benchPrefix, deleteKeys, inspectionClient, type Topology } from '../harness/redis-targets.js';
 
 const CONCURRENCIES = [1, 50, 200];
+/** Turns each side takes at each concurrency (see measureIncrements). */
+const SLICES = 5;
+
+/** One side's closed loops, added up over its turns. */
+interface SideTotals {
+  operations: number;
+  completed: number;
+  elapsedMs: number;
+  cpuUs: number;
+  errors: number;
+  firstError?: string;
+  latencies: LatencyRecorder;
+  redisUsec: number;
+  redisCalls: number;
+  redisCpuUs: number;
+}
+
+const sideTotals = (): SideTotals => ({
+  operations: 0,
+  completed: 0,
+  elapsedMs: 0,
+  cpuUs: 0,
+  errors: 0,
+  latencies: new LatencyRecorder(),
+  redisUsec: 0,
+  redisCalls: 0,
+  redisCpuUs: 0,
+});
+
+/**
+ * A side's figures. Redis's figures are per operation, not per call (the library sends the increments
+ * of one turn of the event loop in one call), over every operation completed, warm-ups included, as
+ * the server counts them; NaN where the server was not read (a cluster).
+ */
+function figuresOf(totals: SideTotals) {
+  return {
+    opsPerSec: totals.operations / (totals.elapsedMs / 1000),
+    p50Ms: totals.latencies.percentile(50),
+    p99Ms: totals.latencies.percentile(99),
+    cpuUsPerOp: totals.cpuUs / totals.operations,
+    redisUs: totals.redisCalls > 0 ? totals.redisUsec / totals.completed : Number.NaN,
+    redisCpuUs: totals.redisCalls > 0 ? totals.redisCpuUs / totals.completed : Number.NaN,
+    perCall: totals.completed / totals.redisCalls,
+    errors: totals.errors,
+    firstError: totals.firstError,
+  };
+}
 
 /** Picks the row of an operation: spread over all rows, so no single hash dominates. */
 const rowOf = (rows: number, worker: number, sequence: number) => ((worker * 7_919 + sequence * 104_729) % rows) + 1;
@@ -35,20 +83,50 @@ export async function measureIncrements(context: BenchContext, topology: Topolog
       for (const concurrency of concurrencies) {
         // Redis's own time per command is read from INFO commandstats on a single Redis (on a cluster
         // the calls spread over the masters).
-        const measure = async (command: string, operation: (worker: number, sequence: number) => Promise<unknown>) => {
+        const slice = async (
+          totals: SideTotals,
+          command: string,
+          warmupMs: number,
+          operation: (worker: number, sequence: number) => Promise<unknown>,
+        ) => {
           const before = topology === 'standalone' ? await commandCount(raw.client, command) : undefined;
           const cpuBefore = redisCpu?.();
-          const result = await runClosedLoop({ concurrency, durationMs: context.durationMs, warmupMs: context.warmupMs, operation });
-          const after = before ? await commandCount(raw.client, command) : undefined;
-          const redisUs = before && after ? usecPerCall(before, after) : Number.NaN;
-          // The server's whole CPU time (I/O included) over every call of the run, warm-up included.
-          const redisCpuUs = redisCpu && before && after ? (redisCpu() - cpuBefore!) / (after.calls - before.calls) : Number.NaN;
-          return { ...result, redisUs, redisCpuUs };
+          const result = await runClosedLoop({
+            concurrency,
+            durationMs: context.durationMs / SLICES,
+            warmupMs,
+            operation,
+            latencies: totals.latencies,
+          });
+          totals.operations += result.operations;
+          totals.completed += result.completed;
+          totals.elapsedMs += result.elapsedMs;
+          totals.cpuUs += result.cpuUs;
+          totals.errors += result.errors;
+          totals.firstError ??= result.firstError;
+          if (before) {
+            const after = await commandCount(raw.client, command);
+            totals.redisUsec += after.usec - before.usec;
+            totals.redisCalls += after.calls - before.calls;
+            // The server's whole CPU time (I/O included) over every operation of the slice, warm-up included.
+            totals.redisCpuUs += redisCpu!() - cpuBefore!;
+          }
         };
-        const baseline = await measure('incr', (worker, sequence) => raw.client.incr(`${prefix}:raw:${rowOf(rows, worker, sequence)}`));
-        const library = await measure('evalsha', (worker, sequence) =>
-          bench.counters.increment(BenchPost, rowOf(rows, worker, sequence), 'like_count'),
-        );
+        const baselineTotals = sideTotals();
+        const libraryTotals = sideTotals();
+        // The two sides in turns, a slice of the time each, so that drift in the machine's speed falls
+        // on both alike (at concurrency 1 it moved either side by ±30% from one run to the next).
+        for (let i = 0; i < SLICES; i++) {
+          const warmupMs = i === 0 ? context.warmupMs : context.warmupMs / SLICES;
+          await slice(baselineTotals, 'incr', warmupMs, (worker, sequence) =>
+            raw.client.incr(`${prefix}:raw:${rowOf(rows, worker, sequence)}`),
+          );
+          await slice(libraryTotals, 'evalsha', warmupMs, (worker, sequence) =>
+            bench.counters.increment(BenchPost, rowOf(rows, worker, sequence), 'like_count'),
+          );
+        }
+        const baseline = figuresOf(baselineTotals);
+        const library = figuresOf(libraryTotals);
         for (const side of [baseline, library]) {
           if (side.errors > 0) throw new Error(`${side.errors} operations failed at concurrency ${concurrency}: ${side.firstError}`);
         }
@@ -65,8 +143,9 @@ export async function measureIncrements(context: BenchContext, topology: Topolog
             'app CPU µs/op (INCR)': baseline.cpuUsPerOp,
             ...(topology === 'standalone'
               ? {
-                  'Redis µs/call (script)': library.redisUs,
-                  'Redis µs/call (INCR)': baseline.redisUs,
+                  'increments per script call': library.perCall,
+                  'Redis µs/op (library)': library.redisUs,
+                  'Redis µs/op (INCR)': baseline.redisUs,
                   'Redis CPU µs/op (library)': library.redisCpuUs,
                   'Redis CPU µs/op (INCR)': baseline.redisCpuUs,
                 }
@@ -102,8 +181,8 @@ export const incrementPath: BenchScenario = {
       rows,
       checks,
       notes: [
-        'Both sides run in this one Node process, closed loop: each of the N clients sends its next operation when the last one answered.',
-        'App CPU µs/op: this process\'s CPU time (user + system) per operation over the measured window. Redis µs/call: the server\'s own time per EVALSHA or INCR (INFO commandstats), without network and I/O. Redis CPU µs/op: the server process\'s whole CPU time (its I/O included, from /proc) per call.',
+        `Both sides run in this one Node process, closed loop: each of the N clients sends its next operation when the last one answered. The sides take turns, ${SLICES} slices of the measured time each, so that drift in the machine's speed falls on both alike.`,
+        'App CPU µs/op: this process\'s CPU time (user + system) per operation over the measured window. Increments per script call: the library sends the increments requested in one turn of the event loop in one EVALSHA. Redis µs/op: the server\'s own time in EVALSHA or INCR (INFO commandstats), without network and I/O, per increment. Redis CPU µs/op: the server process\'s whole CPU time (its I/O included, from /proc) per increment.',
       ],
     };
   },

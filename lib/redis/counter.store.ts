@@ -2,22 +2,25 @@ import type { ChainableCommander } from 'ioredis';
 import { CounterReplicationLagError } from '../exceptions/counter-replication-lag.error.js';
 import { CounterStoreUnavailableError } from '../exceptions/counter-store-unavailable.error.js';
 import { MESSAGES } from '../counter.messages.js';
+import { MAX_CHANGES_PER_CALL, MAX_SAFE_COUNT } from '../counter.constants.js';
 import { groupBy } from '../group-by.js';
 import { ACK_LUA } from './scripts/ack.script.js';
 import { CLAIM_LUA } from './scripts/claim.script.js';
-import { INCREMENT_LUA } from './scripts/increment.script.js';
+import { INCREMENT_MANY_LUA, INCREMENT_ONE_LUA } from './scripts/increment.script.js';
 import { READ_LUA } from './scripts/read.script.js';
 import { RELEASE_LUA } from './scripts/release.script.js';
 import { SEED_LUA } from './scripts/seed.script.js';
 import { STATUS_LUA } from './scripts/status.script.js';
 import type { ShardKeys } from './keys.js';
+import { TickQueue, type Queued } from './tick-queue.js';
 import { isCluster, type RedisClient } from './redis-connection.js';
 
 type Arg = string | number;
 
 /** The scripts, registered once per client with `defineCommand` (sent by SHA, loaded on NOSCRIPT). */
 const SCRIPTS = {
-  nestjsCounterIncrement: { lua: INCREMENT_LUA, numberOfKeys: 3 },
+  nestjsCounterIncrement: { lua: INCREMENT_ONE_LUA, numberOfKeys: 3 },
+  nestjsCounterIncrementMany: { lua: INCREMENT_MANY_LUA },
   nestjsCounterRead: { lua: READ_LUA },
   nestjsCounterSeed: { lua: SEED_LUA },
   nestjsCounterClaim: { lua: CLAIM_LUA, numberOfKeys: 4 },
@@ -36,6 +39,15 @@ interface ScriptPipeline extends ChainableCommander, ScriptCommands<ScriptPipeli
  * connects it). In any other state it would be refused or queued, so it is refused before sending.
  */
 const SENDABLE_STATES = new Set(['ready', 'wait']);
+
+export interface IncrementRequest {
+  shard: ShardKeys;
+  encodedId: string;
+  counter: string;
+  delta: number;
+  min: number;
+  max: number;
+}
 
 export type IncrementOutcome =
   | { kind: 'applied'; value: number }
@@ -106,6 +118,9 @@ export interface ClaimRequest {
 /** Runs the counter scripts against Redis and turns their replies into typed results. */
 export class CounterStore {
   private readonly client: ScriptClient;
+  private readonly increments = new TickQueue<IncrementRequest, IncrementOutcome>(MAX_CHANGES_PER_CALL, (queued) =>
+    this.sendIncrements(queued),
+  );
 
   /**
    * @param replicaWaitMs on a cluster, how long a claim waits for the replicas of its node (see `claim`).
@@ -122,29 +137,14 @@ export class CounterStore {
     this.client = client as ScriptClient;
   }
 
-  async increment(
-    shard: ShardKeys,
-    encodedId: string,
-    counter: string,
-    delta: number,
-    min: number,
-    max: number,
-  ): Promise<IncrementOutcome> {
-    const reply = (await this.call(() =>
-      this.client.nestjsCounterIncrement(
-        shard.row(encodedId),
-        shard.dirty,
-        shard.generation,
-        encodedId,
-        counter,
-        delta,
-        min,
-        max,
-      ),
-    )) as [number, number | string];
-    if (reply[0] === 1) return { kind: 'applied', value: Number(reply[1]) };
-    if (reply[0] === 0) return { kind: 'unseeded', generation: String(reply[1]) };
-    return { kind: 'out-of-range', current: Number(reply[1]) };
+  /**
+   * Changes one counter of one row. The changes requested in one turn of the event loop go to Redis
+   * together, in one script call per slot (one in all on a single Redis): still one round trip each,
+   * and a call's fixed cost shared by every change in it.
+   */
+  increment(request: IncrementRequest): Promise<IncrementOutcome> {
+    if (!SENDABLE_STATES.has(this.client.status)) return Promise.reject(this.notSendable());
+    return this.increments.add(request);
   }
 
   /**
@@ -326,8 +326,7 @@ export class CounterStore {
 
   /**
    * Sends one script call per entry of `calls` (indexes of requests of one slot), in one pipeline per
-   * node: a single Redis takes them all in one round trip, a cluster one round trip per node touched
-   * (a cluster pipeline must stay on one node). Returns the replies in the order of `calls`.
+   * node (see `sendPerNode`). Returns the replies in the order of `calls`; the first error is thrown.
    */
   private async runPerCall<T extends { shard: ShardKeys }>(
     requests: T[],
@@ -335,25 +334,91 @@ export class CounterStore {
     send: (target: ScriptPipeline, indexes: number[]) => unknown,
   ): Promise<unknown[]> {
     if (calls.length === 0) return [];
-    return this.call(async () => {
-      const replies: unknown[] = new Array(calls.length);
-      // Before the slot map is known, each call goes on its own; ioredis routes it.
-      const nodeOf = (call: number): string => {
-        const slot = requests[calls[call][0]].shard.slot;
-        return isCluster(this.client) ? (this.client.slots[slot]?.join(',') ?? `slot:${slot}`) : 'server';
-      };
-      const byNode = groupBy(
-        calls.map((_, call) => call),
-        nodeOf,
-      );
-      await Promise.all(
-        [...byNode.values()].map(async (callsOfNode) => {
-          const pipeline = this.client.pipeline() as ScriptPipeline;
-          for (const call of callsOfNode) send(pipeline, calls[call]);
-          unwrap((await pipeline.exec()) ?? []).forEach((reply, i) => (replies[callsOfNode[i]] = reply));
-        }),
-      );
-      return replies;
+    return this.call(async () => unwrap(await this.sendPerNode(requests, calls, send)));
+  }
+
+  /**
+   * Sends one script call per entry of `calls`, in one pipeline per node: a single Redis takes them all
+   * in one round trip, a cluster one round trip per node touched (a cluster pipeline must stay on one
+   * node). Returns each call's error or reply, in the order of `calls`.
+   */
+  private async sendPerNode<T extends { shard: ShardKeys }>(
+    requests: T[],
+    calls: number[][],
+    send: (target: ScriptPipeline, indexes: number[]) => unknown,
+  ): Promise<Array<[Error | null, unknown]>> {
+    const settled: Array<[Error | null, unknown]> = new Array(calls.length);
+    // Before the slot map is known, each call goes on its own; ioredis routes it.
+    const nodeOf = (call: number): string => {
+      const slot = requests[calls[call][0]].shard.slot;
+      return isCluster(this.client) ? (this.client.slots[slot]?.join(',') ?? `slot:${slot}`) : 'server';
+    };
+    const byNode = groupBy(
+      calls.map((_, call) => call),
+      nodeOf,
+    );
+    await Promise.all(
+      [...byNode.values()].map(async (callsOfNode) => {
+        const pipeline = this.client.pipeline() as ScriptPipeline;
+        for (const call of callsOfNode) send(pipeline, calls[call]);
+        try {
+          ((await pipeline.exec()) ?? []).forEach((result, i) => (settled[callsOfNode[i]] = result));
+        } catch (error) {
+          for (const call of callsOfNode) settled[call] = [error as Error, undefined];
+        }
+      }),
+    );
+    return settled;
+  }
+
+  /**
+   * Sends changes queued together (at most MAX_CHANGES_PER_CALL): one script call per slot, a row's
+   * changes next to each other. A failed call fails only its own changes.
+   */
+  private async sendIncrements(queued: Queued<IncrementRequest, IncrementOutcome>[]): Promise<void> {
+    const requests = queued.map(({ request }) => request);
+    if (!SENDABLE_STATES.has(this.client.status)) {
+      const error = this.notSendable();
+      for (const { reject } of queued) reject(error);
+      return;
+    }
+    const rowOf = (index: number) => requests[index].shard.row(requests[index].encodedId);
+    // A row's changes side by side: the script reads each row once and answers in this order.
+    const calls = this.callsBySlot(requests).map((indexes) => [...groupBy(indexes, rowOf).values()].flat());
+    const send = (target: ScriptCommands<unknown>, indexes: number[]) => {
+      if (indexes.length === 1) {
+        const { shard, encodedId, counter, delta, min, max } = requests[indexes[0]];
+        return target.nestjsCounterIncrement(shard.row(encodedId), shard.dirty, shard.generation, encodedId, counter, delta, bound(min), bound(max));
+      }
+      const keys: string[] = [];
+      const args: Arg[] = [];
+      for (let first = 0; first < indexes.length; ) {
+        let end = first + 1;
+        while (end < indexes.length && rowOf(indexes[end]) === rowOf(indexes[first])) end++;
+        const { shard, encodedId } = requests[indexes[first]];
+        keys.push(shard.row(encodedId), shard.dirty, shard.generation);
+        args.push(encodedId, end - first);
+        for (const index of indexes.slice(first, end)) {
+          const { counter, delta, min, max } = requests[index];
+          args.push(counter, delta, bound(min), bound(max));
+        }
+        first = end;
+      }
+      return target.nestjsCounterIncrementMany(keys.length, ...keys, ...args);
+    };
+    const settled: Array<[Error | null, unknown]> =
+      calls.length === 1
+        ? [await (send(this.client, calls[0]) as Promise<unknown>).then((reply) => [null, reply], (error: Error) => [error, undefined])]
+        : await this.sendPerNode(requests, calls, send);
+    calls.forEach((indexes, call) => {
+      const [error, reply] = settled[call];
+      if (error) {
+        const refused = toStoreError(error);
+        for (const index of indexes) queued[index].reject(refused);
+        return;
+      }
+      const flat = reply as Array<number | string>;
+      indexes.forEach((index, i) => queued[index].resolve(incrementOutcome(flat[2 * i], flat[2 * i + 1])));
     });
   }
 
@@ -376,24 +441,45 @@ export class CounterStore {
   }
 
   private async call<T>(operation: () => Promise<T>): Promise<T> {
-    if (!SENDABLE_STATES.has(this.client.status)) {
-      throw new CounterStoreUnavailableError(MESSAGES.storeUnavailable(`connection is ${this.client.status}`, false));
-    }
+    if (!SENDABLE_STATES.has(this.client.status)) throw this.notSendable();
     try {
       return await operation();
     } catch (error) {
-      if (!(error instanceof Error) || error instanceof CounterReplicationLagError) throw error;
-      if (error.name === 'ReplyError' && TRANSIENT_REFUSAL.test(error.message)) {
-        throw new CounterStoreUnavailableError(MESSAGES.storeUnavailable(error.message, false), { cause: error });
-      }
-      // Any other ReplyError is Redis refusing a command: a bug to surface, not an outage.
-      if (error.name !== 'ReplyError') {
-        throw new CounterStoreUnavailableError(MESSAGES.storeUnavailable(error.message, true), { cause: error });
-      }
-      throw error;
+      throw toStoreError(error);
     }
   }
+
+  private notSendable(): CounterStoreUnavailableError {
+    return new CounterStoreUnavailableError(MESSAGES.storeUnavailable(`connection is ${this.client.status}`, false));
+  }
 }
+
+/**
+ * What a failed command means to the caller: an outage (CounterStoreUnavailableError) or, for a reply
+ * with which Redis refused to run a command, a bug to surface as it is.
+ */
+function toStoreError(error: unknown): unknown {
+  if (!(error instanceof Error) || error instanceof CounterReplicationLagError) return error;
+  if (error.name === 'ReplyError' && TRANSIENT_REFUSAL.test(error.message)) {
+    return new CounterStoreUnavailableError(MESSAGES.storeUnavailable(error.message, false), { cause: error });
+  }
+  if (error.name !== 'ReplyError') {
+    return new CounterStoreUnavailableError(MESSAGES.storeUnavailable(error.message, true), { cause: error });
+  }
+  return error;
+}
+
+/** A bound as the increment scripts take it: '' for the safe-integer limits (most counters declare none). */
+function bound(value: number): Arg {
+  return Math.abs(value) === MAX_SAFE_COUNT ? '' : value;
+}
+
+function incrementOutcome(kind: number | string, value: number | string): IncrementOutcome {
+  if (Number(kind) === 1) return { kind: 'applied', value: Number(value) };
+  if (Number(kind) === 0) return { kind: 'unseeded', generation: String(value) };
+  return { kind: 'out-of-range', current: Number(value) };
+}
+
 
 /** The replies of an executed pipeline; the first command error is thrown. */
 function unwrap(results: Array<[Error | null, unknown]>): unknown[] {

@@ -1,0 +1,133 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MAX_CHANGES_PER_CALL } from '../lib/counter.constants.js';
+import { CounterOutOfRangeError } from '../lib/index.js';
+import { CounterKeys } from '../lib/redis/keys.js';
+import { tapCommands, type SentCommand } from './support/command-tap.js';
+import { startCounterApp, type CounterApp } from './support/counter-app.js';
+import { createTestDatabase, DATABASES, type TestDatabase } from './support/databases.js';
+import { Article } from './support/entities.js';
+import { deleteKeys, uniquePrefix } from './support/redis.js';
+import { scriptArguments, scriptOf, scriptsBySha } from './support/script-calls.js';
+import { inspectionClient, moduleClient, TOPOLOGIES } from './support/topologies.js';
+
+const SHARDS = 64;
+
+// The increments requested in one turn of the event loop travel in one script call per slot (at most
+// MAX_CHANGES_PER_CALL changes each). Batching must not change what each caller sees: every change is
+// applied or refused on its own, in the order asked, as if each had been its own call (G2, G6, G5).
+describe.each(TOPOLOGIES)('increments batched per turn of the event loop on %s', (topology) => {
+  const prefix = uniquePrefix('batch');
+  const redis = inspectionClient(topology);
+  const client = moduleClient(topology);
+  let database: TestDatabase;
+  let counter: CounterApp;
+  let scripts: Map<string, string>;
+  const sent: SentCommand[] = [];
+  let untap: () => void;
+
+  beforeAll(async () => {
+    database = await createTestDatabase(DATABASES[0]);
+    counter = await startCounterApp({ database: database.options, keyPrefix: prefix, redis: client, counter: { shards: SHARDS } });
+    scripts = scriptsBySha(client);
+    untap = tapCommands(client, (command) => sent.push(command));
+  });
+
+  afterAll(async () => {
+    untap?.();
+    await counter?.close();
+    await database?.drop();
+    await deleteKeys(redis, prefix);
+    client.disconnect();
+    redis.disconnect();
+  });
+
+  const save = (likeCount: number, viewCount: number) =>
+    counter.dataSource.getRepository(Article).save({ title: 'batched', likeCount, viewCount });
+
+  const shardOf = (id: number) => {
+    const keys = new CounterKeys(prefix, SHARDS);
+    return keys.shard(counter.dataSource.getMetadata(Article).tablePath, keys.shardOf(String(id)));
+  };
+  const rowKeyOf = (id: number) => shardOf(id).row(String(id));
+
+  /** The increment script calls sent since `from`, by script name, with their changes (per row: the count). */
+  function incrementCalls(from: number) {
+    return sent.slice(from).flatMap((command) => {
+      const script = scriptOf(command, scripts);
+      if (script !== 'nestjsCounterIncrement' && script !== 'nestjsCounterIncrementMany') return [];
+      const { keys, argv } = scriptArguments(command);
+      if (script === 'nestjsCounterIncrement') return [{ script, keys, changes: 1 }];
+      let changes = 0;
+      for (let at = 0; at < argv.length; at += 2 + 4 * Number(argv[at + 1])) changes += Number(argv[at + 1]);
+      return [{ script, keys, changes }];
+    });
+  }
+
+  it('applies or refuses each change of one turn on its own, in the order asked', async () => {
+    const [first, second] = await Promise.all([save(0, 10), save(3, 0)]);
+    // Seeded first, so that this turn's changes all go out at once.
+    await counter.counters.getMany(Article, [first.id, second.id]);
+    const from = sent.length;
+    const outcomes = await Promise.allSettled([
+      counter.counters.decrement(Article, first.id, 'like_count'), // 0 - 1 < min 0: refused
+      counter.counters.increment(Article, first.id, 'like_count', 2),
+      counter.counters.increment(Article, second.id, 'view_count', 5),
+      counter.counters.decrement(Article, first.id, 'like_count'),
+      counter.counters.increment(Article, first.id, 'view_count', 4),
+      counter.counters.decrement(Article, second.id, 'like_count', 3),
+      counter.counters.decrement(Article, first.id, 'like_count', 5), // 1 - 5 < min 0: refused
+      counter.counters.increment(Article, first.id, 'like_count', 0),
+    ]);
+    expect(outcomes.map((outcome) => (outcome.status === 'fulfilled' ? outcome.value : outcome.reason.constructor))).toEqual([
+      CounterOutOfRangeError,
+      2,
+      5,
+      1,
+      14,
+      0,
+      CounterOutOfRangeError,
+      1,
+    ]);
+    expect((outcomes[6] as PromiseRejectedResult).reason.message).toContain('like_count');
+
+    // One call per slot touched: on a single Redis one for all eight changes.
+    const slots = new Set([first, second].map((article) => shardOf(article.id).slot));
+    const calls = incrementCalls(from);
+    expect(calls.reduce((sum, call) => sum + call.changes, 0)).toBe(8);
+    expect(calls).toHaveLength(topology === 'standalone' ? 1 : slots.size);
+
+    expect(await counter.counters.getMany(Article, [first.id, second.id])).toEqual(
+      new Map([
+        [first.id, { like_count: 1, view_count: 14 }],
+        [second.id, { like_count: 0, view_count: 5 }],
+      ]),
+    );
+    const report = await counter.counters.flush();
+    expect(report.error).toBeUndefined();
+    const stored = await counter.dataSource.getRepository(Article).findBy({ title: 'batched' });
+    const byId = new Map(stored.map((article) => [article.id, [article.likeCount, Number(article.viewCount)]]));
+    expect(byId.get(first.id)).toEqual([1, 14]);
+    expect(byId.get(second.id)).toEqual([0, 5]);
+  });
+
+  it(`sends at most ${MAX_CHANGES_PER_CALL} changes per call and the rest on the next turns, v+1 … v+N once each`, async () => {
+    const article = await save(100, 0);
+    await counter.counters.get(Article, article.id, 'like_count');
+    const from = sent.length;
+    const n = 2 * MAX_CHANGES_PER_CALL + 7;
+    const values = await Promise.all(Array.from({ length: n }, () => counter.counters.increment(Article, article.id, 'like_count')));
+    expect([...values].sort((a, b) => a - b)).toEqual(Array.from({ length: n }, (_, i) => 101 + i));
+    expect(incrementCalls(from).map((call) => call.changes)).toEqual([MAX_CHANGES_PER_CALL, MAX_CHANGES_PER_CALL, 7]);
+    // A hot row's changes in one call are written with one HINCRBY: the row holds their sum.
+    expect(await redis.hget(rowKeyOf(article.id), 'p:like_count')).toBe(String(n));
+    expect(await counter.counters.get(Article, article.id, 'like_count')).toBe(100 + n);
+  });
+
+  it('sends a lone change with the single-change script', async () => {
+    const article = await save(7, 0);
+    await counter.counters.get(Article, article.id, 'like_count');
+    const from = sent.length;
+    expect(await counter.counters.increment(Article, article.id, 'like_count', 3)).toBe(10);
+    expect(incrementCalls(from)).toEqual([expect.objectContaining({ script: 'nestjsCounterIncrement', changes: 1 })]);
+  });
+});
