@@ -36,9 +36,9 @@ export const TRANSACTION_ATTEMPTS = 3;
 export const COUNTER_DATA_SOURCE = 'counter:data-source';
 
 /**
- * Most counter changes in one increment script call; more requested at once go in the next turn of the
- * event loop (see tick-queue.ts). Small enough that Redis runs one call while the app handles the
- * replies of the last, large enough that a call's fixed cost is shared: 12 to 25 gave the same
- * throughput in the increment bench, 200 about half.
+ * Most counter changes in one increment script call. On a single Redis more requested at once go in
+ * the next turn of the event loop (see tick-queue.ts). Small enough that Redis runs one call while the
+ * app handles the replies of the last, large enough that a call's fixed cost is shared: 12 to 25 gave
+ * the same throughput in the increment bench, 200 about half.
  */
 export const MAX_CHANGES_PER_CALL = 20;

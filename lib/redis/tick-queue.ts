@@ -11,10 +11,11 @@ export interface Queued<Request, Result> {
  * one socket read of replies) send their next requests together, and a lone request waits for no timer.
  *
  * At most `limit` go at once. The rest follow on the next turn of the event loop (`setImmediate`), in
- * a write of their own: Redis runs the first call while this process handles the replies of the one
- * before, so the two work side by side instead of taking turns. Sent all at once, a large queue would
- * reach Redis in one read and its replies would come back in one write, and each side would wait for
- * the other (about half the throughput, measured by the increment bench).
+ * a write of their own. Against a single Redis that is what lets Redis run one call while this process
+ * handles the replies of the one before, so the two work side by side instead of taking turns. Sent
+ * all at once, a large queue would reach Redis in one read and its replies would come back in one
+ * write, and each side would wait for the other (about half the throughput, measured by the increment
+ * bench).
  *
  * `send` must settle every request it is given.
  */

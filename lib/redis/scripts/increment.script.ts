@@ -37,9 +37,9 @@ return {1, exact(nextValue)}
 
 /**
  * Changes counters of one or more rows, in one call: the increments requested in one turn of the
- * event loop travel together (see increment-batch.ts), so a script call's fixed cost is paid once for
- * all of them. Each change is applied, or refused, on its own and in order, exactly as if each had been
- * its own call.
+ * event loop travel together (see tick-queue.ts and CounterStore.sendIncrements), so a script call's
+ * fixed cost is paid once for all of them. Each change is applied, or refused, on its own and in order,
+ * exactly as if each had been its own call.
  *
  * KEYS, per row: its hash, its shard's dirty set (sorted by when each row became dirty), its shard's
  * generation (on a cluster the caller sends only rows of one slot).

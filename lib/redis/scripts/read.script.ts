@@ -5,9 +5,13 @@
  *
  * KEYS, per shard: its generation, then its row hashes.
  * ARGV, per shard (same order): the number of its rows.
- * Returns, per shard: its generation, then each row's fields and values as HGETALL gives them (empty
- * when Redis does not hold the row). The caller adds b + p + f: done here, that arithmetic and its
- * exact decimal formatting cost more than the reads; HGETALL also takes no field names to convert.
+ * Returns one string of lines: per shard its generation, then per row its fields and values as HGETALL
+ * gives them, joined by spaces (an empty line when Redis does not hold the row). Field names are `b:`,
+ * `p:` or `f:` and a counter name (letters, digits, `_`, `-`), values decimal integers: neither holds a
+ * space or a line break. One string instead of an array of arrays: ioredis decodes a reply element by
+ * element, and for a page of 100 rows that took longer than Redis took to run the script (about 600 of
+ * 1,000 µs per page on this project's machine; 200 of 500 µs as one string). The caller adds b + p + f:
+ * done here, that arithmetic costs Redis more than the split costs Node.
  * The generation lets a later seed detect a flush acknowledged in between.
  */
 export const READ_LUA = `
@@ -16,9 +20,9 @@ for arg = 1, #ARGV do
   local rows = tonumber(ARGV[arg])
   out[#out + 1] = redis.call('GET', KEYS[key]) or '0'
   for i = key + 1, key + rows do
-    out[#out + 1] = redis.call('HGETALL', KEYS[i])
+    out[#out + 1] = table.concat(redis.call('HGETALL', KEYS[i]), ' ')
   end
   key = key + 1 + rows
 end
-return out
+return table.concat(out, '\\n')
 `;
