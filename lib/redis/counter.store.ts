@@ -389,10 +389,14 @@ export class CounterStore {
       return;
     }
     const rowOf = (index: number) => requests[index].shard.row(requests[index].encodedId);
-    // A row's changes side by side: the script reads each row once and answers in this order.
-    const calls = this.callsBySlot(requests).flatMap((indexes) =>
-      chunks([...groupBy(indexes, rowOf).values()].flat(), MAX_CHANGES_PER_CALL),
-    );
+    // A row's changes side by side: the script reads each row once and answers in this order. A lone
+    // change (the common case at low load) skips the grouping.
+    const calls =
+      requests.length === 1
+        ? [[0]]
+        : this.callsBySlot(requests).flatMap((indexes) =>
+            chunks([...groupBy(indexes, rowOf).values()].flat(), MAX_CHANGES_PER_CALL),
+          );
     const send = (target: ScriptCommands<unknown>, indexes: number[]) => {
       if (indexes.length === 1) {
         const { shard, encodedId, counter, delta, min, max } = requests[indexes[0]];
