@@ -56,10 +56,10 @@ describe.each(TOPOLOGIES)('increments batched per turn of the event loop on %s',
       const script = scriptOf(command, scripts);
       if (script !== 'nestjsCounterIncrement' && script !== 'nestjsCounterIncrementMany') return [];
       const { keys, argv } = scriptArguments(command);
-      if (script === 'nestjsCounterIncrement') return [{ script, keys, changes: 1 }];
+      if (script === 'nestjsCounterIncrement') return [{ script, keys, changes: 1, command }];
       let changes = 0;
       for (let at = 0; at < argv.length; at += 2 + 4 * Number(argv[at + 1])) changes += Number(argv[at + 1]);
-      return [{ script, keys, changes }];
+      return [{ script, keys, changes, command }];
     });
   }
 
@@ -121,6 +121,23 @@ describe.each(TOPOLOGIES)('increments batched per turn of the event loop on %s',
     // A hot row's changes in one call are written with one HINCRBY: the row holds their sum.
     expect(await redis.hget(rowKeyOf(article.id), 'p:like_count')).toBe(String(n));
     expect(await counter.counters.get(Article, article.id, 'like_count')).toBe(100 + n);
+  });
+
+  it('never leaves more than ten calls\' worth of changes waiting for a later turn', async () => {
+    const article = await save(0, 0);
+    await counter.counters.get(Article, article.id, 'like_count');
+    const from = sent.length;
+    const n = 15 * MAX_CHANGES_PER_CALL;
+    const values = await Promise.all(Array.from({ length: n }, () => counter.counters.increment(Article, article.id, 'like_count')));
+    expect([...values].sort((a, b) => a - b)).toEqual(Array.from({ length: n }, (_, i) => i + 1));
+    const calls = incrementCalls(from);
+    expect(calls.map((call) => call.changes)).toEqual(Array(15).fill(MAX_CHANGES_PER_CALL));
+    // Sent together in the first turn (one pipeline): on a single Redis the five calls' worth beyond the
+    // ten allowed to wait; on a cluster everything, as one slot's calls.
+    const firstPipeline = calls[0].command.pipeline;
+    expect(firstPipeline).toBeDefined();
+    const together = calls.filter((call) => call.command.pipeline === firstPipeline).length;
+    expect(together).toBe(topology === 'standalone' ? 5 : 15);
   });
 
   it('sends a lone change with the single-change script', async () => {

@@ -17,6 +17,10 @@ export interface Queued<Request, Result> {
  * write, and each side would wait for the other (about half the throughput, measured by the increment
  * bench).
  *
+ * At most `maxWaiting` are left behind, though: past that the surplus goes at once too, so an event
+ * loop slowed by other work (long turns) can delay increments by a few turns but never throttle them
+ * to `limit` per turn.
+ *
  * `send` must settle every request it is given.
  */
 export class TickQueue<Request, Result> {
@@ -25,6 +29,7 @@ export class TickQueue<Request, Result> {
 
   constructor(
     private readonly limit: number,
+    private readonly maxWaiting: number,
     private readonly send: (queued: Queued<Request, Result>[]) => Promise<void>,
   ) {}
 
@@ -39,7 +44,7 @@ export class TickQueue<Request, Result> {
   }
 
   private drain(): void {
-    const sending = this.queued.splice(0, this.limit);
+    const sending = this.queued.splice(0, Math.max(this.limit, this.queued.length - this.maxWaiting));
     if (this.queued.length > 0) setImmediate(() => this.drain());
     else this.scheduled = false;
     this.send(sending).catch((error: unknown) => {
