@@ -29,14 +29,18 @@ export const COUNTER_DEFAULTS = {
 /** Attempts at seeding a row before giving up: each retry means a flush acknowledged in between. */
 export const SEED_ATTEMPTS = 20;
 
+/** Attempts at a batch transaction that failed with a serialization error, a lock timeout or a busy database. */
+export const TRANSACTION_ATTEMPTS = 3;
+
 /**
- * Attempts at a batch transaction that failed with a deadlock or serialization error. PostgreSQL
- * breaks a deadlock only after `deadlock_timeout` (1 s), usually by rolling back the flush, and an
- * outside transaction that locks the same rows in another order can catch the retry again: with 3
- * attempts chaos scenario 8 saw a flush give up (and report the deadlock) in one CI run of several.
- * A batch that gives up stays in Redis for a later flush, so this is about reports, not counts.
+ * Attempts at a batch transaction that a deadlock rolled back. PostgreSQL breaks a deadlock only after
+ * `deadlock_timeout` (1 s), usually by rolling back the flush, and an outside transaction that locks
+ * the same rows in another order can catch the retry again: with 3 attempts chaos scenario 8 saw a
+ * flush give up (and report the deadlock) in one CI run of several. A batch that gives up stays in
+ * Redis for a later flush, so this is about reports, not counts. A busy SQLite keeps 3 attempts: the
+ * flush's backoff, not these retries, waits out an outage.
  */
-export const TRANSACTION_ATTEMPTS = 5;
+export const DEADLOCK_ATTEMPTS = 5;
 
 /** Internal token of the TypeORM data source whose entities are counted. */
 export const COUNTER_DATA_SOURCE = 'counter:data-source';

@@ -31,6 +31,8 @@ export interface CounterDialect {
   isDuplicateKey(error: unknown): boolean;
   /** A deadlock, serialization failure or busy database: the transaction may simply be run again. */
   isTransient(error: unknown): boolean;
+  /** A deadlock: the server rolled this transaction back to let another one go on. */
+  isDeadlock(error: unknown): boolean;
 }
 
 interface DriverError {

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { In, type DataSource, type QueryRunner } from 'typeorm';
-import { COUNTER_DATA_SOURCE, COUNTER_OPTIONS, TRANSACTION_ATTEMPTS } from '../counter.constants.js';
+import { COUNTER_DATA_SOURCE, COUNTER_OPTIONS, DEADLOCK_ATTEMPTS, TRANSACTION_ATTEMPTS } from '../counter.constants.js';
 import { MESSAGES } from '../counter.messages.js';
 import type { CountedEntity, CounterField } from '../counter.registry.js';
 import { CounterDatabaseUnavailableError } from '../exceptions/counter-database-unavailable.error.js';
@@ -129,7 +129,8 @@ export class CounterDatabase {
         return outcome;
       } catch (error) {
         if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
-        if (attempt >= TRANSACTION_ATTEMPTS || !this.dialect.isTransient(error)) throw error;
+        const attempts = this.dialect.isDeadlock(error) ? DEADLOCK_ATTEMPTS : TRANSACTION_ATTEMPTS;
+        if (attempt >= attempts || !this.dialect.isTransient(error)) throw error;
         // The other transaction holds its locks a little longer: wait (random, growing) before retrying,
         // so the two do not collide again in lockstep.
         await new Promise((resolve) => setTimeout(resolve, Math.random() * 10 * 2 ** attempt));

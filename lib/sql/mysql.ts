@@ -20,4 +20,5 @@ export const mysqlDialect: CounterDialect = {
     const errno = driverErrorOf(error).errno;
     return errno === ER_LOCK_DEADLOCK || errno === ER_LOCK_WAIT_TIMEOUT;
   },
+  isDeadlock: (error) => driverErrorOf(error).errno === ER_LOCK_DEADLOCK,
 };

@@ -1,7 +1,8 @@
 import { driverErrorOf, fixedIntegerRange, type CounterDialect, type DeltaRow, type DeltaTarget, type Statement } from './counter-dialect.js';
 
 const UNIQUE_VIOLATION = '23505';
-const TRANSIENT = new Set(['40P01', '40001', '55P03']);
+const DEADLOCK_DETECTED = '40P01';
+const TRANSIENT = new Set([DEADLOCK_DETECTED, '40001', '55P03']);
 
 /** PostgreSQL: `UPDATE … FROM (VALUES …)`, one typed tuple per row, the rows found by primary key. */
 export const postgresDialect: CounterDialect = {
@@ -40,4 +41,5 @@ export const postgresDialect: CounterDialect = {
 
   isDuplicateKey: (error) => driverErrorOf(error).code === UNIQUE_VIOLATION,
   isTransient: (error) => TRANSIENT.has(driverErrorOf(error).code ?? ''),
+  isDeadlock: (error) => driverErrorOf(error).code === DEADLOCK_DETECTED,
 };

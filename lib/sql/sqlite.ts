@@ -16,6 +16,8 @@ export const sqliteDialect: CounterDialect = {
 
   isDuplicateKey: (error) => DUPLICATE.has(String(driverErrorOf(error).code)),
   isTransient: (error) => String(driverErrorOf(error).code ?? '').startsWith('SQLITE_BUSY'),
+  // One writer at a time: SQLite waits (busy) instead of deadlocking.
+  isDeadlock: () => false,
 };
 
 function joinedDeltas(target: DeltaTarget, rows: DeltaRow[]): Statement {
