@@ -408,7 +408,7 @@ export class CounterStore {
       const args: Arg[] = [];
       for (let first = 0; first < indexes.length; ) {
         let end = first + 1;
-        while (end < indexes.length && rowOf(indexes[end]) === rowOf(indexes[first])) end++;
+        while (end < indexes.length && sameRow(requests[indexes[end]], requests[indexes[first]])) end++;
         const { shard, encodedId } = requests[indexes[first]];
         keys.push(shard.row(encodedId), shard.dirty, shard.generation);
         args.push(encodedId, end - first);
@@ -510,6 +510,10 @@ function incrementOutcome(kind: number | string, value: number | string): Increm
   return { kind: 'out-of-range', current: Number(value) };
 }
 
+/** CounterKeys builds one ShardKeys per entity and shard, so the same shard is the same object. */
+function sameRow(a: IncrementRequest, b: IncrementRequest): boolean {
+  return a.shard === b.shard && a.encodedId === b.encodedId;
+}
 
 /** The replies of an executed pipeline; the first command error is thrown. */
 function unwrap(results: Array<[Error | null, unknown]>): unknown[] {

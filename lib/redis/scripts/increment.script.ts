@@ -1,6 +1,25 @@
 import { LIVE_VALUE_LUA } from './live-value.lua.js';
 
 /**
+ * What both increment scripts do alike: check a new value against a counter's bounds ('' stands for the
+ * safe-integer limit), and record a row's first pending change (see INCREMENT_MANY_LUA's invariant).
+ */
+const CHANGE_HELPERS_LUA = LIVE_VALUE_LUA + `
+local function outside_bounds(value, min, max)
+  return value < (min == '' and -9007199254740991 or tonumber(min))
+    or value > (max == '' and 9007199254740991 or tonumber(max))
+end
+
+local function mark_pending(row, dirty, id)
+  if not redis.call('ZSCORE', dirty, id) then
+    local now = redis.call('TIME')
+    redis.call('ZADD', dirty, now[1] * 1000 + math.floor(now[2] / 1000), id)
+  end
+  redis.call('PERSIST', row)
+end
+`;
+
+/**
  * Changes one counter of one row: the common case at low load, when a turn of the event loop asks for
  * a single change. It is INCREMENT_MANY_LUA for one change without the bookkeeping that lets changes
  * share reads (about 5 of its 14 µs per call, measured on this project's machine).
@@ -9,7 +28,7 @@ import { LIVE_VALUE_LUA } from './live-value.lua.js';
  * ARGV[1] encoded row id, ARGV[2] counter, ARGV[3] delta, ARGV[4] min, ARGV[5] max (see below for '').
  * Returns the two values of one change, as INCREMENT_MANY_LUA does.
  */
-export const INCREMENT_ONE_LUA = LIVE_VALUE_LUA + `
+export const INCREMENT_ONE_LUA = CHANGE_HELPERS_LUA + `
 local counter = ARGV[2]
 local values = redis.call('HMGET', KEYS[1], 'b:' .. counter, 'p:' .. counter, 'f:' .. counter)
 if not values[1] then
@@ -18,19 +37,12 @@ end
 local current = live_value(values[1], values[2], values[3])
 local delta = tonumber(ARGV[3])
 local nextValue = current + delta
-if nextValue < (ARGV[4] == '' and -9007199254740991 or tonumber(ARGV[4]))
-    or nextValue > (ARGV[5] == '' and 9007199254740991 or tonumber(ARGV[5])) then
+if outside_bounds(nextValue, ARGV[4], ARGV[5]) then
   return {2, exact(current)}
 end
 if delta ~= 0 then
   redis.call('HINCRBY', KEYS[1], 'p:' .. counter, ARGV[3])
-  if not values[2] then
-    if not redis.call('ZSCORE', KEYS[2], ARGV[1]) then
-      local now = redis.call('TIME')
-      redis.call('ZADD', KEYS[2], now[1] * 1000 + math.floor(now[2] / 1000), ARGV[1])
-    end
-    redis.call('PERSIST', KEYS[1])
-  end
+  if not values[2] then mark_pending(KEYS[1], KEYS[2], ARGV[1]) end
 end
 return {1, exact(nextValue)}
 `;
@@ -58,7 +70,7 @@ return {1, exact(nextValue)}
  * about as much as the command it runs). For the same reason a row's changes of one counter are added
  * up and written with one HINCRBY: on a hot row that is one write per call instead of one per like.
  */
-export const INCREMENT_MANY_LUA = LIVE_VALUE_LUA + `
+export const INCREMENT_MANY_LUA = CHANGE_HELPERS_LUA + `
 local out, at, names = {}, 1, {}
 for k = 1, #KEYS, 3 do
   local row = KEYS[k]
@@ -87,7 +99,7 @@ for k = 1, #KEYS, 3 do
       out[#out + 1] = generation
     else
       local nextValue = counted[1] + delta
-      if nextValue < (min == '' and -9007199254740991 or tonumber(min)) or nextValue > (max == '' and 9007199254740991 or tonumber(max)) then
+      if outside_bounds(nextValue, min, max) then
         out[#out + 1] = 2
         out[#out + 1] = exact(counted[1])
       else
@@ -104,11 +116,7 @@ for k = 1, #KEYS, 3 do
     if counted and counted[3] ~= 0 then
       redis.call('HINCRBY', row, counted[4], exact(counted[3]))
       if not counted[2] and not marked then
-        if not redis.call('ZSCORE', KEYS[k + 1], id) then
-          local now = redis.call('TIME')
-          redis.call('ZADD', KEYS[k + 1], now[1] * 1000 + math.floor(now[2] / 1000), id)
-        end
-        redis.call('PERSIST', row)
+        mark_pending(row, KEYS[k + 1], id)
         marked = true
       end
     end
