@@ -9,7 +9,7 @@ import { CounterStoreUnavailableError } from './exceptions/counter-store-unavail
 import type { ResolvedCounterOptions } from './interfaces/counter-module-options.interface.js';
 import type { FlushReport } from './interfaces/flush-report.interface.js';
 import { CounterKeys, type ShardKeys } from './redis/keys.js';
-import { CounterStore, type BatchEntry } from './redis/counter.store.js';
+import { CounterStore, type BatchRow } from './redis/counter.store.js';
 import { CounterDatabase, type DeltaBatch } from './sql/counter.database.js';
 
 interface ShardWork {
@@ -110,6 +110,7 @@ export class CounterFlusher implements OnApplicationBootstrap {
       // generation recorded while the claim is in flight may be newer than what the claim saw.)
       const seenBefore = this.generations.get(work.keys.tag) ?? 0;
       const claim = await this.store.claim(work.keys, {
+        counters: work.entity.counters.map((counter) => counter.name),
         token,
         leaseMs: this.options.flushLeaseMs,
         batchId: randomUUID(),
@@ -125,16 +126,9 @@ export class CounterFlusher implements OnApplicationBootstrap {
         if (holding) await this.store.release(work.keys, token);
         return;
       }
-      if (claim.entries.length > 0) {
-        const missing = await this.apply(work, claim.batchId, claim.recovered, claim.entries, report);
-        const acknowledged = await this.store.ack(
-          work.keys,
-          claim.batchId,
-          token,
-          !claim.more,
-          missing,
-          this.options.cleanRowTtlSeconds,
-        );
+      if (claim.rows.length > 0) {
+        const missing = await this.apply(work, claim.batchId, claim.recovered, claim.counters, claim.rows, report);
+        const acknowledged = await this.store.ack(work.keys, claim.batchId, token, !claim.more, missing);
         // The ack moved the generation on by one (others can only have moved it further).
         if (acknowledged) this.recordGeneration(work, claim.generation + 1);
       } else if (!claim.more) {
@@ -163,12 +157,13 @@ export class CounterFlusher implements OnApplicationBootstrap {
     work: ShardWork,
     batchId: string,
     recovered: boolean,
-    entries: BatchEntry[],
+    counterNames: string[],
+    claimed: BatchRow[],
     report: FlushReport,
   ): Promise<string[]> {
     if (recovered) report.recoveredBatches++;
     if (recovered && (await this.database.isBatchApplied(batchId))) return [];
-    const { batch, encodedIdOf } = this.toDeltaBatch(work, batchId, entries);
+    const { batch, encodedIdOf } = this.toDeltaBatch(work, batchId, counterNames, claimed);
     // Only counters removed from the entity since: nothing to write, the ack clears them.
     if (batch.rows.length === 0) return [];
     const outcome = await this.database.applyBatch(work.entity, batch);
@@ -181,29 +176,36 @@ export class CounterFlusher implements OnApplicationBootstrap {
     return outcome.missingIds.map((id) => encodedIdOf.get(String(id))!);
   }
 
-  private toDeltaBatch(work: ShardWork, batchId: string, entries: BatchEntry[]) {
+  /**
+   * The claimed rows as the database takes them: ids decoded, one delta per counter column, sorted by
+   * id. A batch recovered after a deploy may name counters the entity no longer has: nothing is left to
+   * write their deltas to.
+   */
+  private toDeltaBatch(work: ShardWork, batchId: string, counterNames: string[], claimed: BatchRow[]) {
     const { entity } = work;
-    const counters = entity.counters.filter((counter) => entries.some((entry) => entry.counter === counter.name));
-    const column = new Map(counters.map((counter, index) => [counter.name, index]));
-    const rows = new Map<string, { id: string | number; deltas: number[] }>();
+    const columnOf = counterNames.map((name) => entity.counters.findIndex((counter) => counter.name === name));
+    const counters = entity.counters.filter((_, index) => columnOf.includes(index));
+    const rows: Array<{ id: string | number; deltas: number[] }> = [];
     const encodedIdOf = new Map<string, string>();
-    for (const entry of entries) {
-      const index = column.get(entry.counter);
-      // A counter removed from the entity since its deltas were counted: nothing left to write them to.
-      if (index === undefined) continue;
-      let row = rows.get(entry.encodedId);
-      if (!row) {
-        const text = this.keys.decodeId(entry.encodedId);
-        const asNumber = Number(text);
-        const id = entity.numericId && Number.isSafeInteger(asNumber) ? asNumber : text;
-        row = { id, deltas: counters.map(() => 0) };
-        rows.set(entry.encodedId, row);
-        encodedIdOf.set(String(id), entry.encodedId);
-      }
-      row.deltas[index] += entry.delta;
+    for (const { encodedId, deltas } of claimed) {
+      const row = counters.map(() => 0);
+      deltas.forEach((delta, j) => {
+        const column = counters.indexOf(entity.counters[columnOf[j]]);
+        if (column >= 0) row[column] += delta;
+      });
+      if (row.every((delta) => delta === 0)) continue;
+      const text = this.keys.decodeId(encodedId);
+      const asNumber = Number(text);
+      const id = entity.numericId && Number.isSafeInteger(asNumber) ? asNumber : text;
+      rows.push({ id, deltas: row });
+      encodedIdOf.set(String(id), encodedId);
     }
-    const sorted = [...rows.values()].sort((a, b) => compareIds(a.id, b.id));
-    const batch: DeltaBatch = { batchId, shard: work.shard, counters, rows: sorted };
+    // Only the columns the batch changes: a column without a delta would only cost the statement.
+    const changed = counters.map((_, column) => rows.some((row) => row.deltas[column] !== 0));
+    const sorted = rows
+      .map((row) => ({ id: row.id, deltas: row.deltas.filter((_, column) => changed[column]) }))
+      .sort((a, b) => compareIds(a.id, b.id));
+    const batch: DeltaBatch = { batchId, shard: work.shard, counters: counters.filter((_, c) => changed[c]), rows: sorted };
     return { batch, encodedIdOf };
   }
 

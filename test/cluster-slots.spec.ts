@@ -284,10 +284,11 @@ describe.runIf(TOPOLOGIES.includes('cluster'))('hash slots of every command on a
     let missingIds = 0;
     for (const ack of acks) {
       const { keys: declared, argv } = scriptArguments(ack);
-      const [rowPrefix, batchId, , , , ...missing] = argv;
+      // The ack touches no row of its batch, only those missing from the database.
+      const [rowPrefix, batchId, , , ...missing] = argv;
       expect(idsOfBatch.has(batchId)).toBe(true);
       missingIds += missing.length;
-      for (const id of [...idsOfBatch.get(batchId)!, ...missing]) {
+      for (const id of missing) {
         rebuilt.push({ script: 'ack', declaredSlot: generateMulti(declared), key: rowPrefix + id });
       }
     }

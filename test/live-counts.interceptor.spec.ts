@@ -107,7 +107,7 @@ describe.each(TARGETS)('live counts interceptor on %s, %s', (databaseName, topol
 
     const first = await get(`/live/articles/${article.id}`);
     expect(first.body).toEqual({ id: article.id, title: 'a', likeCount: 7, viewCount: 70 });
-    expect(await redis.hgetall(key)).toEqual({ 'b:like_count': '7', 'b:view_count': '70' });
+    expect(await redis.hgetall(key)).toEqual({ 'v:like_count': '7', 'v:view_count': '70' });
 
     expect(await counter.counters.increment(Article, article.id, 'like_count')).toBe(8);
     const second = await get(`/live/articles/${article.id}`);

@@ -146,7 +146,7 @@ describe.each(DATABASES)('module wiring on %s', (databaseName) => {
     const keys = new CounterKeys(prefix, 3);
     const encoded = encodeURIComponent(String(article.id));
     const shard = keys.shard(reader.getMetadata(Article).tablePath, keys.shardOf(encoded));
-    expect(await redis.hgetall(shard.row(encoded))).toEqual({ 'b:like_count': '4', 'b:view_count': '40', 'p:like_count': '3' });
+    expect(await redis.hgetall(shard.row(encoded))).toEqual({ 'v:like_count': '7', 'v:view_count': '40', 'p:like_count': '3' });
     expect(await redis.zrange(shard.dirty, '0', '-1')).toEqual([encoded]);
     // Besides the row and its dirty set: one generation key per shard of each entity, marked at bootstrap.
     const generations = [Article, Remark, Badge].flatMap((entity) =>
@@ -214,12 +214,12 @@ describe.each(DATABASES)('module wiring on %s', (databaseName) => {
     expect(await storedArticle(first.id)).toEqual({ likeCount: 35, viewCount: 1_100 });
     expect(await storedArticle(second.id)).toEqual({ likeCount: 13, viewCount: 200 });
     expect((await reader.getRepository(Remark).findOneByOrFail({ id: remarkId })).replyCount).toBe(45);
-    // Nothing is left pending in Redis: the rows hold only their (new) bases.
+    // Nothing is left pending in Redis: the rows hold only their live values.
     const keys = new CounterKeys(prefix, SHARDS);
     const table = reader.getMetadata(Article).tablePath;
     const row = (id: number) => keys.shard(table, keys.shardOf(String(id))).row(String(id));
-    expect(await redis.hgetall(row(first.id))).toEqual({ 'b:like_count': '35', 'b:view_count': '1100' });
-    expect(await redis.hgetall(row(second.id))).toEqual({ 'b:like_count': '13', 'b:view_count': '200' });
+    expect(await redis.hgetall(row(first.id))).toEqual({ 'v:like_count': '35', 'v:view_count': '1100' });
+    expect(await redis.hgetall(row(second.id))).toEqual({ 'v:like_count': '13', 'v:view_count': '200' });
   });
 
   it('flushes on a schedule registered in SchedulerRegistry when flushEnabled is true', async () => {

@@ -72,16 +72,16 @@ function interceptorCall(bench: BenchApp) {
 /** A fresh page per call (the interceptor writes into the entities), from rows read once. */
 const pageFrom = (stored: Page): Page => stored.map((row) => Object.assign(new BenchPost(), row));
 
-/** What Redis holds for each row (b + p + f per counter), read with the benchmark's own client. */
+/** What Redis holds for each row (its `v:` field per counter), read with the benchmark's own client. */
 async function liveValues(bench: BenchApp, inspector: Inspector, pageIds: number[]) {
   const keys = bench.app.get(CounterKeys, { strict: false });
   const entity = bench.app.get(CounterRegistry, { strict: false }).get(BenchPost);
-  const fields = COUNTER_NAMES.flatMap((name) => [`b:${name}`, `p:${name}`, `f:${name}`]);
+  const fields = COUNTER_NAMES.map((name) => `v:${name}`);
   return Promise.all(
     pageIds.map(async (id) => {
       const encoded = keys.encodeId(String(id));
       const values = await inspector.hmget(keys.shard(entity.key, keys.shardOf(encoded)).row(encoded), ...fields);
-      return COUNTER_NAMES.map((_, c) => values.slice(3 * c, 3 * c + 3).reduce((sum, value) => sum + Number(value ?? 0), 0));
+      return values.map(Number);
     }),
   );
 }

@@ -157,12 +157,12 @@ async function baselineBytes(redis: Redis, prefix: string, rows: number) {
 }
 
 /**
- * What-if: the clean hash with counters named by position (`b:0`, `b:1`, `b:2`), keys of the same
+ * What-if: the clean hash with counters named by position (`v:0`, `v:1`, `v:2`), keys of the same
  * length (`:w:` for `:r:`), written next to the real ones, measured, deleted.
  */
 async function positionalFieldBytes(redis: Redis, layout: Layout, rows: number): Promise<number> {
   const whatIfKey = (index: number) => layout.rowKeys[index].replace(/:r:(?=[^:]*$)/, ':w:');
-  const fields = (id: number) => Object.fromEntries(databaseValues(id).map((value, c) => [`b:${c}`, value]));
+  const fields = (id: number) => Object.fromEntries(databaseValues(id).map((value, c) => [`v:${c}`, value]));
   await writeInChunks(redis, rows, (pipeline, index) => pipeline.hset(whatIfKey(index), fields(index + 1)));
   const usage = await memoryUsage(redis, Array.from({ length: rows }, (_, index) => whatIfKey(index)));
   await writeInChunks(redis, rows, (pipeline, index) => pipeline.unlink(whatIfKey(index)));

@@ -63,14 +63,14 @@ export class FlushStepHooks {
     store.claim = async (shard, request) => {
       await this.gate();
       const outcome = await claim(shard, request);
-      if (outcome.kind === 'batch' && outcome.entries.length > 0) {
+      if (outcome.kind === 'batch' && outcome.rows.length > 0) {
         await this.reach('after-claim', { batchId: outcome.batchId, shard: shard.tag });
       }
       return outcome;
     };
-    store.ack = async (shard, batchId, token, releaseLease, missing, ttlSeconds) => {
+    store.ack = async (shard, batchId, token, releaseLease, missing) => {
       await this.gate();
-      const acknowledged = await ack(shard, batchId, token, releaseLease, missing, ttlSeconds);
+      const acknowledged = await ack(shard, batchId, token, releaseLease, missing);
       // The flusher releases the lease with the ack of a shard's last batch and keeps it otherwise.
       await this.reach(releaseLease ? 'after-ack' : 'holding-lease', { batchId, shard: shard.tag });
       return acknowledged;

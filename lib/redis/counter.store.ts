@@ -81,10 +81,10 @@ export interface ShardSeedRequest extends ShardRowsRequest {
 /** Per row: its live values, or null when it could not be seeded yet. Null for all: generation moved. */
 export type ShardSeedResult = (number[] | null)[] | null;
 
-export interface BatchEntry {
+/** A row of a claimed batch: one delta per counter of the batch, in the batch's counter order. */
+export interface BatchRow {
   encodedId: string;
-  counter: string;
-  delta: number;
+  deltas: number[];
 }
 
 /**
@@ -94,7 +94,7 @@ export interface BatchEntry {
 export type ClaimOutcome = { dataLost: boolean; generation: number } & (
   | { kind: 'busy' }
   | { kind: 'empty' }
-  | { kind: 'batch'; recovered: boolean; batchId: string; more: boolean; entries: BatchEntry[] }
+  | { kind: 'batch'; recovered: boolean; batchId: string; more: boolean; counters: string[]; rows: BatchRow[] }
 );
 
 /** What one shard has waiting for the database. */
@@ -108,6 +108,8 @@ export interface ShardBacklog {
 }
 
 export interface ClaimRequest {
+  /** The counters to claim: the entity's. */
+  counters: string[];
   token: string;
   leaseMs: number;
   batchId: string;
@@ -188,11 +190,13 @@ export class CounterStore {
   async seedRows(requests: ShardSeedRequest[], ttlSeconds: number): Promise<ShardSeedResult[]> {
     const replies = await this.runPerShard(requests, (target, request) =>
       target.nestjsCounterSeed(
-        request.encodedIds.length + 1,
+        request.encodedIds.length + 2,
         request.shard.generation,
+        request.shard.batch,
         ...request.encodedIds.map((id) => request.shard.row(id)),
         request.generation,
         ttlSeconds,
+        request.shard.rowPrefix,
         request.counters.length,
         ...request.counters,
         ...request.databaseValues.flat(),
@@ -229,6 +233,7 @@ export class CounterStore {
       request.limit,
       request.ttlSeconds,
       Date.now(),
+      ...request.counters,
     ];
     const reply = (await this.call(async () => {
       const claimed = (await this.client.nestjsCounterClaim(...args)) as string[];
@@ -236,19 +241,16 @@ export class CounterStore {
       if ((kind === 'claimed' || kind === 'pending') && batchId !== '') await this.awaitReplicas(shard);
       return claimed;
     })) as string[];
-    const [kind, lost, generation, batchId, more, ...flat] = reply;
+    const [kind, lost, generation, batchId, more, counters, entries] = reply;
     const shardState = { dataLost: Number(lost) === 1, generation: Number(generation) };
     if (kind === 'busy' || kind === 'empty') return { kind, ...shardState };
-    const entries: BatchEntry[] = [];
-    for (let i = 0; i < flat.length; i += 2) {
-      const separator = flat[i].indexOf('\n');
-      entries.push({
-        encodedId: flat[i].slice(0, separator),
-        counter: flat[i].slice(separator + 1),
-        delta: Number(flat[i + 1]),
-      });
-    }
-    return { kind: 'batch', ...shardState, recovered: kind === 'pending', batchId, more: Number(more) === 1, entries };
+    const batch = { recovered: kind === 'pending', batchId, more: Number(more) === 1 };
+    if (batchId === '') return { kind: 'batch', ...shardState, ...batch, counters: [], rows: [] };
+    const rows = entries.split('\n').map((line): BatchRow => {
+      const [encodedId, ...deltas] = line.split(' ');
+      return { encodedId, deltas: deltas.map(Number) };
+    });
+    return { kind: 'batch', ...shardState, ...batch, counters: counters.split(' '), rows };
   }
 
   /** Returns false when the batch had already been acknowledged (by a flusher that took over). */
@@ -258,7 +260,6 @@ export class CounterStore {
     token: string,
     release: boolean,
     missingEncodedIds: string[],
-    ttlSeconds: number,
   ): Promise<boolean> {
     const reply = await this.call(() =>
       this.client.nestjsCounterAck(
@@ -268,7 +269,6 @@ export class CounterStore {
         shard.dirty,
         shard.rowPrefix,
         batchId,
-        ttlSeconds,
         token,
         release ? '1' : '0',
         ...missingEncodedIds,
@@ -524,17 +524,15 @@ function unwrap(results: Array<[Error | null, unknown]>): unknown[] {
 }
 
 /**
- * The live value (b + p + f) of each counter from a row's HGETALL fields; null for a counter without a
- * base (the row is not seeded for it). `b:`, `p:` and `f:` hold decimal integers.
+ * The live value of each counter from a row's HGETALL fields (its `v:` field, a decimal integer); null
+ * for a counter the row has none of (not seeded for it).
  */
 function liveValues(fields: string[], counters: string[]): (number | null)[] {
-  const base: (number | null)[] = counters.map(() => null);
-  const unflushed = counters.map(() => 0);
+  const values: (number | null)[] = counters.map(() => null);
   for (let i = 0; i < fields.length; i += 2) {
+    if (!fields[i].startsWith('v:')) continue;
     const counter = counters.indexOf(fields[i].slice(2));
-    if (counter < 0) continue;
-    if (fields[i].startsWith('b:')) base[counter] = Number(fields[i + 1]);
-    else unflushed[counter] += Number(fields[i + 1]);
+    if (counter >= 0) values[counter] = Number(fields[i + 1]);
   }
-  return base.map((value, counter) => (value === null ? null : value + unflushed[counter]));
+  return values;
 }

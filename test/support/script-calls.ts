@@ -16,12 +16,13 @@ export function scriptArguments(command: SentCommand): { keys: string[]; argv: s
   return { keys: command.args.slice(2, 2 + count), argv: command.args.slice(2 + count) };
 }
 
-/** The encoded ids in a claim's reply, whose batch fields read "<encoded id>\n<counter>". */
+/**
+ * The encoded ids in a claim's reply: {kind, lost, generation, batchId, more, counters, entries}, where
+ * entries holds one line per row, "<encoded id> <delta> …".
+ */
 export function claimedIds(reply: unknown): string[] {
-  if (!Array.isArray(reply)) return [];
-  return reply
-    .filter((item): item is string => typeof item === 'string' && item.includes('\n'))
-    .map((field) => field.slice(0, field.indexOf('\n')));
+  if (!Array.isArray(reply) || typeof reply[6] !== 'string') return [];
+  return reply[6].split('\n').map((line) => line.slice(0, line.indexOf(' ')));
 }
 
 /** The batch id in a claim's reply (a UUID), if it claimed or found one. */

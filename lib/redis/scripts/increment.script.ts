@@ -1,10 +1,11 @@
-import { LIVE_VALUE_LUA } from './live-value.lua.js';
+import { EXACT_NUMBER_LUA } from './exact-number.lua.js';
 
 /**
  * What both increment scripts do alike: check a new value against a counter's bounds ('' stands for the
- * safe-integer limit), and record a row's first pending change (see INCREMENT_MANY_LUA's invariant).
+ * safe-integer limit), write a change, and record a row's first pending change (see INCREMENT_MANY_LUA's
+ * invariant).
  */
-const CHANGE_HELPERS_LUA = LIVE_VALUE_LUA + `
+const CHANGE_HELPERS_LUA = EXACT_NUMBER_LUA + `
 local function outside_bounds(value, min, max)
   return value < (min == '' and -9007199254740991 or tonumber(min))
     or value > (max == '' and 9007199254740991 or tonumber(max))
@@ -16,6 +17,17 @@ local function mark_pending(row, dirty, id)
     redis.call('ZADD', dirty, now[1] * 1000 + math.floor(now[2] / 1000), id)
   end
   redis.call('PERSIST', row)
+end
+
+-- The new live value and the pending delta plus this change, in one HSET while the sum is exact.
+local function write_change(row, fields, value, pending, delta)
+  local sum = exact_sum(pending, delta)
+  if sum then
+    redis.call('HSET', row, fields[1], exact(value), fields[2], sum)
+  else
+    redis.call('HSET', row, fields[1], exact(value))
+    redis.call('HINCRBY', row, fields[2], exact(delta))
+  end
 end
 `;
 
@@ -29,19 +41,19 @@ end
  * Returns the two values of one change, as INCREMENT_MANY_LUA does.
  */
 export const INCREMENT_ONE_LUA = CHANGE_HELPERS_LUA + `
-local counter = ARGV[2]
-local values = redis.call('HMGET', KEYS[1], 'b:' .. counter, 'p:' .. counter, 'f:' .. counter)
+local fields = {'v:' .. ARGV[2], 'p:' .. ARGV[2]}
+local values = redis.call('HMGET', KEYS[1], fields[1], fields[2])
 if not values[1] then
   return {0, redis.call('GET', KEYS[3]) or '0'}
 end
-local current = live_value(values[1], values[2], values[3])
+local current = tonumber(values[1])
 local delta = tonumber(ARGV[3])
 local nextValue = current + delta
 if outside_bounds(nextValue, ARGV[4], ARGV[5]) then
   return {2, exact(current)}
 end
 if delta ~= 0 then
-  redis.call('HINCRBY', KEYS[1], 'p:' .. counter, ARGV[3])
+  write_change(KEYS[1], fields, nextValue, values[2], delta)
   if not values[2] then mark_pending(KEYS[1], KEYS[2], ARGV[1]) end
 end
 return {1, exact(nextValue)}
@@ -63,12 +75,14 @@ return {1, exact(nextValue)}
  * currentValue} when the new value would leave [min, max] (nothing written). Values are decimal strings
  * (see live-value.lua.ts).
  *
- * Invariant: live value = b + p + f, and every row with a `p:` field is in the dirty set and has no TTL,
+ * Row fields: `v:<counter>` the live value, `p:<counter>` the delta not yet claimed by a flush (what a
+ * claimed batch holds in flight lives in the shard's batch hash, see claim.script.ts).
+ * Invariant: every row with a `p:` field is in the dirty set and has no TTL,
  * so a pending delta can neither expire nor be missed by the next claim. The invariant is also what
  * keeps the common case short: a counter that already has a `p:` field is in the dirty set and has no
  * TTL, so only its first change pays for the dirty-set check and the PERSIST (every redis.call costs
  * about as much as the command it runs). For the same reason a row's changes of one counter are added
- * up and written with one HINCRBY: on a hot row that is one write per call instead of one per like.
+ * up and written with one HSET: on a hot row that is one write per call instead of one per like.
  */
 export const INCREMENT_MANY_LUA = CHANGE_HELPERS_LUA + `
 local out, at, names = {}, 1, {}
@@ -76,7 +90,8 @@ for k = 1, #KEYS, 3 do
   local row = KEYS[k]
   local id, changes = ARGV[at], tonumber(ARGV[at + 1])
   at = at + 2
-  -- Per counter of the row: {live value, had a p: field, sum of applied deltas}; false when unseeded.
+  -- Per counter of the row: {live value, its p: field, sum of applied deltas, field names}; false when
+  -- unseeded.
   local state, touched, generation = {}, {}, nil
   for _ = 1, changes do
     local counter, delta, min, max = ARGV[at], tonumber(ARGV[at + 1]), ARGV[at + 2], ARGV[at + 3]
@@ -85,11 +100,11 @@ for k = 1, #KEYS, 3 do
     if counted == nil then
       local fields = names[counter]
       if not fields then
-        fields = {'b:' .. counter, 'p:' .. counter, 'f:' .. counter}
+        fields = {'v:' .. counter, 'p:' .. counter}
         names[counter] = fields
       end
-      local values = redis.call('HMGET', row, fields[1], fields[2], fields[3])
-      counted = values[1] and {live_value(values[1], values[2], values[3]), values[2] ~= false, 0, fields[2]} or false
+      local values = redis.call('HMGET', row, fields[1], fields[2])
+      counted = values[1] and {tonumber(values[1]), values[2], 0, fields} or false
       state[counter] = counted
       touched[#touched + 1] = counter
     end
@@ -114,7 +129,7 @@ for k = 1, #KEYS, 3 do
   for _, counter in ipairs(touched) do
     local counted = state[counter]
     if counted and counted[3] ~= 0 then
-      redis.call('HINCRBY', row, counted[4], exact(counted[3]))
+      write_change(row, counted[4], counted[1], counted[2], counted[3])
       if not counted[2] and not marked then
         mark_pending(row, KEYS[k + 1], id)
         marked = true

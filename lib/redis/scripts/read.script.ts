@@ -6,12 +6,12 @@
  * KEYS, per shard: its generation, then its row hashes.
  * ARGV, per shard (same order): the number of its rows.
  * Returns one string of lines: per shard its generation, then per row its fields and values as HGETALL
- * gives them, joined by spaces (an empty line when Redis does not hold the row). Field names are `b:`,
- * `p:` or `f:` and a counter name (letters, digits, `_`, `-`), values decimal integers: neither holds a
+ * gives them, joined by spaces (an empty line when Redis does not hold the row). Field names are `v:`
+ * or `p:` and a counter name (letters, digits, `_`, `-`), values decimal integers: neither holds a
  * space or a line break. One string instead of an array of arrays: ioredis decodes a reply element by
  * element, and for a page of 100 rows that took longer than Redis took to run the script (about 600 of
- * 1,000 µs per page on this project's machine; 200 of 500 µs as one string). The caller adds b + p + f:
- * done here, that arithmetic costs Redis more than the split costs Node.
+ * 1,000 µs per page on this project's machine; 200 of 500 µs as one string). The caller picks the
+ * `v:` (live) fields.
  * The generation lets a later seed detect a flush acknowledged in between.
  */
 export const READ_LUA = `
