@@ -17,7 +17,7 @@ export const COUNTER_DEFAULTS = {
   flushEnabled: true,
   flushOnShutdown: true,
   flushIntervalMs: 1_000,
-  flushBatchSize: 500,
+  flushBatchSize: 1_000,
   flushLeaseMs: 30_000,
   flushMaxBackoffMs: 60_000,
   cleanRowTtlSeconds: 3_600,

@@ -10,12 +10,36 @@ import type { ResolvedCounterOptions } from './interfaces/counter-module-options
 import type { FlushReport } from './interfaces/flush-report.interface.js';
 import { CounterKeys, type ShardKeys } from './redis/keys.js';
 import { CounterStore, type BatchRow } from './redis/counter.store.js';
-import { CounterDatabase, type DeltaBatch } from './sql/counter.database.js';
+import { CounterDatabase, compareIds, type DeltaBatch } from './sql/counter.database.js';
 
 interface ShardWork {
   entity: CountedEntity;
   shard: number;
   keys: ShardKeys;
+  /** Whether this flush holds the shard's lease (it keeps it between a shard's batches). */
+  holding: boolean;
+}
+
+/** A shard's claimed batch on its way to the database. */
+interface ClaimedBatch {
+  work: ShardWork;
+  /** The shard's generation when claimed. */
+  generation: number;
+  /** Whether the shard has more dirty rows: it goes back in the queue after the ack. */
+  more: boolean;
+  batch: DeltaBatch;
+  /** The encoded id (as in Redis) of each row id of the batch (as in the database). */
+  encodedIdOf: Map<string, string>;
+}
+
+/** What one flush call shares between its workers. */
+interface FlushRun {
+  token: string;
+  report: FlushReport;
+  /** Shards left to flush; a shard with rows left after a batch goes back in. */
+  queue: ShardWork[];
+  lostShards: number;
+  stopped(): boolean;
 }
 
 /**
@@ -26,9 +50,11 @@ interface ShardWork {
 const MAX_FAILED_SHARDS = 3;
 
 /**
- * Writes Redis deltas into the database, shard by shard: lease and claim in one script, one transaction
- * with the ledger insert and one UPDATE, then the ack. A batch left behind by a crashed flusher is
- * finished by the next one: acknowledged if the ledger has it, applied otherwise.
+ * Writes Redis deltas into the database. Each worker claims batches of several shards (one claim script
+ * per shard, taking its lease) until it has `flushBatchSize` rows, writes them in one transaction (the
+ * ledger inserts and one UPDATE per table), then acknowledges each shard's batch. A batch left behind by
+ * a crashed flusher is finished by the next one, on its own: acknowledged if the ledger has it, applied
+ * otherwise.
  */
 @Injectable()
 export class CounterFlusher implements OnApplicationBootstrap {
@@ -73,25 +99,33 @@ export class CounterFlusher implements OnApplicationBootstrap {
       durationMs: 0,
     };
     // Each flush has its own token and its own random shard order, so instances spread over shards.
-    const token = randomUUID();
-    const lost = { shards: 0 };
-    const queue = shuffle(this.allShards());
-    const worker = async () => {
+    const run: FlushRun = {
+      token: randomUUID(),
+      report,
+      queue: shuffle(this.allShards()),
+      lostShards: 0,
       // Redis gone, or a database that stopped answering: every other shard would fail (or wait) alike.
-      const stopped = () =>
+      stopped: () =>
         report.error instanceof CounterStoreUnavailableError ||
         report.error instanceof CounterDatabaseUnavailableError ||
-        report.failedShards >= MAX_FAILED_SHARDS;
-      for (let work = queue.pop(); work && !stopped(); work = queue.pop()) {
-        await this.flushShard(work, token, report, lost).catch(async (error: Error) => {
-          report.failedShards++;
-          report.error ??= error;
-          await this.store.release(work.keys, token).catch(() => undefined);
-        });
+        report.failedShards >= MAX_FAILED_SHARDS,
+    };
+    const worker = async () => {
+      while (!run.stopped()) {
+        const group = await this.claimGroup(run);
+        if (group.length === 0) {
+          if (run.queue.length === 0) return;
+          continue;
+        }
+        await this.writeGroup(run, group).catch((error: Error) =>
+          Promise.all(group.map(({ work }) => this.shardFailed(run, work, error))),
+        );
       }
     };
     await Promise.all(Array.from({ length: this.database.dialect.parallelTransactions }, worker));
-    if (lost.shards > 0) this.health.redisDataLost(lost.shards);
+    // A stopped flush gives back the leases of shards it would have come back to.
+    await Promise.all(run.queue.filter((work) => work.holding).map((work) => this.store.release(work.keys, run.token).catch(() => undefined)));
+    if (run.lostShards > 0) this.health.redisDataLost(run.lostShards);
     if (report.error) {
       this.health.flushFailed(report.error);
     } else {
@@ -103,39 +137,126 @@ export class CounterFlusher implements OnApplicationBootstrap {
     return report;
   }
 
-  private async flushShard(work: ShardWork, token: string, report: FlushReport, lost: { shards: number }): Promise<void> {
-    for (let holding = false; ; holding = true) {
-      // Read before sending: every generation recorded by now came from a reply to a command that Redis
-      // ran before this claim, so the claim cannot see less unless Redis lost the shard's data. (A
-      // generation recorded while the claim is in flight may be newer than what the claim saw.)
-      const seenBefore = this.generations.get(work.keys.tag) ?? 0;
-      const claim = await this.store.claim(work.keys, {
-        counters: work.entity.counters.map((counter) => counter.name),
-        token,
-        leaseMs: this.options.flushLeaseMs,
-        batchId: randomUUID(),
-        limit: this.options.flushBatchSize,
-        ttlSeconds: this.options.cleanRowTtlSeconds,
-      });
-      if (this.lostData(work, claim, seenBefore)) lost.shards++;
-      if (claim.kind === 'busy') {
-        report.busyShards++;
-        return;
-      }
-      if (claim.kind === 'empty') {
-        if (holding) await this.store.release(work.keys, token);
-        return;
-      }
-      if (claim.rows.length > 0) {
-        const missing = await this.apply(work, claim.batchId, claim.recovered, claim.counters, claim.rows, report);
-        const acknowledged = await this.store.ack(work.keys, claim.batchId, token, !claim.more, missing);
-        // The ack moved the generation on by one (others can only have moved it further).
-        if (acknowledged) this.recordGeneration(work, claim.generation + 1);
-      } else if (!claim.more) {
-        await this.store.release(work.keys, token);
-      }
-      if (!claim.more) return;
+  /** Claims batches of shards from the queue until they hold `flushBatchSize` rows (or the queue is empty). */
+  private async claimGroup(run: FlushRun): Promise<ClaimedBatch[]> {
+    const group: ClaimedBatch[] = [];
+    let rows = 0;
+    while (rows < this.options.flushBatchSize && !run.stopped()) {
+      const work = run.queue.pop();
+      if (!work) break;
+      const claimed = await this.claimShard(run, work, this.options.flushBatchSize - rows).catch((error: Error) =>
+        this.shardFailed(run, work, error),
+      );
+      if (!claimed) continue;
+      group.push(claimed);
+      rows += claimed.batch.rows.length;
     }
+    return group;
+  }
+
+  /**
+   * Claims a batch of at most `limit` rows from one shard. Returns it when it is new and has rows to
+   * write; finishes everything else here (a busy or empty shard, a batch left behind by another flusher).
+   */
+  private async claimShard(run: FlushRun, work: ShardWork, limit: number): Promise<ClaimedBatch | undefined> {
+    // Read before sending: every generation recorded by now came from a reply to a command that Redis
+    // ran before this claim, so the claim cannot see less unless Redis lost the shard's data. (A
+    // generation recorded while the claim is in flight may be newer than what the claim saw.)
+    const seenBefore = this.generations.get(work.keys.tag) ?? 0;
+    const claim = await this.store.claim(work.keys, {
+      counters: work.entity.counters.map((counter) => counter.name),
+      token: run.token,
+      leaseMs: this.options.flushLeaseMs,
+      batchId: randomUUID(),
+      limit,
+      ttlSeconds: this.options.cleanRowTtlSeconds,
+    });
+    if (this.lostData(work, claim, seenBefore)) run.lostShards++;
+    if (claim.kind === 'busy') {
+      run.report.busyShards++;
+      return undefined;
+    }
+    if (claim.kind === 'empty') {
+      if (work.holding) await this.store.release(work.keys, run.token);
+      work.holding = false;
+      return undefined;
+    }
+    work.holding = true;
+    if (claim.rows.length === 0) {
+      // Every claimed delta netted to zero: nothing to write.
+      if (claim.more) run.queue.push(work);
+      else await this.releaseShard(run, work);
+      return undefined;
+    }
+    const claimed: ClaimedBatch = {
+      work,
+      generation: claim.generation,
+      more: claim.more,
+      ...this.toDeltaBatch(work, claim.batchId, claim.counters, claim.rows),
+    };
+    if (claim.recovered) {
+      // Left behind by a flusher that may have written it, or may be writing it right now: on its own.
+      run.report.recoveredBatches++;
+      if (await this.database.isBatchApplied(claim.batchId)) await this.acknowledge(run, claimed, []);
+      else await this.writeGroup(run, [claimed]);
+      return undefined;
+    }
+    // Only counters removed from the entity since: nothing to write, the ack clears them.
+    if (claimed.batch.rows.length === 0) {
+      await this.acknowledge(run, claimed, []);
+      return undefined;
+    }
+    return claimed;
+  }
+
+  /** Writes the batches in one transaction, then acknowledges each. */
+  private async writeGroup(run: FlushRun, group: ClaimedBatch[]): Promise<void> {
+    const outcome = await this.database.applyBatches(group.map(({ batch }) => batch));
+    if (!outcome.applied) {
+      // One of them is in the ledger already: its lease ran out, and another flusher recovered and wrote
+      // it. Each batch again on its own, so that the others are still written.
+      if (group.length === 1) return this.acknowledge(run, group[0], []);
+      for (const claimed of group) {
+        await this.writeGroup(run, [claimed]).catch((error: Error) => this.shardFailed(run, claimed.work, error));
+      }
+      return;
+    }
+    await Promise.all(
+      group.map(async (claimed, index) => {
+        const missing = outcome.missingIds[index];
+        run.report.batches++;
+        run.report.rows += claimed.batch.rows.length - missing.length;
+        if (missing.length > 0) {
+          run.report.droppedRows += missing.length;
+          this.logger.warn(MESSAGES.rowsDropped(claimed.work.entity.key, missing.map(String)));
+        }
+        await this.acknowledge(run, claimed, missing).catch((error: Error) => this.shardFailed(run, claimed.work, error));
+      }),
+    );
+  }
+
+  /** Acknowledges a written batch; the shard goes back in the queue if it has rows left. */
+  private async acknowledge(run: FlushRun, claimed: ClaimedBatch, missingIds: Array<string | number>): Promise<void> {
+    const { work, batch, more } = claimed;
+    const missing = missingIds.map((id) => claimed.encodedIdOf.get(String(id))!);
+    const acknowledged = await this.store.ack(work.keys, batch.batchId, run.token, !more, missing);
+    // The ack moved the generation on by one (others can only have moved it further).
+    if (acknowledged) this.recordGeneration(work, claimed.generation + 1);
+    if (more) run.queue.push(work);
+    else work.holding = false;
+  }
+
+  private async releaseShard(run: FlushRun, work: ShardWork): Promise<void> {
+    work.holding = false;
+    await this.store.release(work.keys, run.token);
+  }
+
+  /** Counts a shard's failure; its batch stays claimed in Redis for a later flush. */
+  private async shardFailed(run: FlushRun, work: ShardWork, error: Error): Promise<undefined> {
+    run.report.failedShards++;
+    run.report.error ??= error;
+    await this.releaseShard(run, work).catch(() => undefined);
+    return undefined;
   }
 
   /** Whether the shard's state shows that Redis lost its data since this instance last looked. */
@@ -150,30 +271,6 @@ export class CounterFlusher implements OnApplicationBootstrap {
 
   private recordGeneration(work: ShardWork, generation: number): void {
     this.generations.set(work.keys.tag, Math.max(generation, this.generations.get(work.keys.tag) ?? 0));
-  }
-
-  /** Writes one batch unless the ledger shows it was written; returns the encoded ids of deleted rows. */
-  private async apply(
-    work: ShardWork,
-    batchId: string,
-    recovered: boolean,
-    counterNames: string[],
-    claimed: BatchRow[],
-    report: FlushReport,
-  ): Promise<string[]> {
-    if (recovered) report.recoveredBatches++;
-    if (recovered && (await this.database.isBatchApplied(batchId))) return [];
-    const { batch, encodedIdOf } = this.toDeltaBatch(work, batchId, counterNames, claimed);
-    // Only counters removed from the entity since: nothing to write, the ack clears them.
-    if (batch.rows.length === 0) return [];
-    const outcome = await this.database.applyBatch(work.entity, batch);
-    if (!outcome.applied) return [];
-    report.batches++;
-    report.rows += batch.rows.length - outcome.missingIds.length;
-    if (outcome.missingIds.length === 0) return [];
-    report.droppedRows += outcome.missingIds.length;
-    this.logger.warn(MESSAGES.rowsDropped(work.entity.key, outcome.missingIds.map(String)));
-    return outcome.missingIds.map((id) => encodedIdOf.get(String(id))!);
   }
 
   /**
@@ -205,14 +302,20 @@ export class CounterFlusher implements OnApplicationBootstrap {
     const sorted = rows
       .map((row) => ({ id: row.id, deltas: row.deltas.filter((_, column) => changed[column]) }))
       .sort((a, b) => compareIds(a.id, b.id));
-    const batch: DeltaBatch = { batchId, shard: work.shard, counters: counters.filter((_, c) => changed[c]), rows: sorted };
+    const batch: DeltaBatch = {
+      batchId,
+      entity,
+      shard: work.shard,
+      counters: counters.filter((_, c) => changed[c]),
+      rows: sorted,
+    };
     return { batch, encodedIdOf };
   }
 
   private allShards(): ShardWork[] {
     return this.registry
       .all()
-      .flatMap((entity) => this.keys.shardsOf(entity.key).map((keys, shard) => ({ entity, shard, keys })));
+      .flatMap((entity) => this.keys.shardsOf(entity.key).map((keys, shard) => ({ entity, shard, keys, holding: false })));
   }
 
   private async pruneLedger(): Promise<void> {
@@ -223,11 +326,6 @@ export class CounterFlusher implements OnApplicationBootstrap {
       this.logger.warn(`Pruning the counter ledger failed: ${error.message}`),
     );
   }
-}
-
-function compareIds(a: string | number, b: string | number): number {
-  if (typeof a === 'number' && typeof b === 'number') return a - b;
-  return String(a) < String(b) ? -1 : String(a) > String(b) ? 1 : 0;
 }
 
 function shuffle<T>(items: T[]): T[] {

@@ -27,7 +27,7 @@ describe.each(TARGETS)('crash recovery on %s, %s', (database, topology) => {
   afterEach(() => vi.restoreAllMocks());
 
   /** A dead process releases nothing: its lease must expire before anyone else may take the shard. */
-  function crashAt(target: CounterDatabase | CounterStore, method: 'applyBatch' | 'ack') {
+  function crashAt(target: CounterDatabase | CounterStore, method: 'applyBatches' | 'ack') {
     vi.spyOn(crashing.app.get(CounterStore), 'release').mockRejectedValue(new SimulatedCrash('release'));
     const host = target as unknown as Record<typeof method, () => Promise<unknown>>;
     return vi.spyOn(host, method).mockRejectedValue(new SimulatedCrash(method));
@@ -68,7 +68,7 @@ describe.each(TARGETS)('crash recovery on %s, %s', (database, topology) => {
   it('finishes a batch whose flusher died right after the claim', async () => {
     const { ids, start } = await pendingChanges();
     const ledgerBefore = await ledgerRows();
-    const apply = crashAt(crashing.app.get(CounterDatabase), 'applyBatch');
+    const apply = crashAt(crashing.app.get(CounterDatabase), 'applyBatches');
     const crashed = await crashing.counters.flush();
     expect(crashed.error).toBeInstanceOf(SimulatedCrash);
     expect(apply).toHaveBeenCalled();
@@ -109,15 +109,15 @@ describe.each(TARGETS)('crash recovery on %s, %s', (database, topology) => {
     const { ids, start } = await pendingChanges();
     const ledgerBefore = await ledgerRows();
     const database = crashing.app.get(CounterDatabase);
-    const realApply = database.applyBatch.bind(database);
+    const realApply = database.applyBatches.bind(database);
     let release!: () => void;
     const stalled = new Promise<void>((resolve) => (release = resolve));
     let reachedStall!: () => void;
     const inStall = new Promise<void>((resolve) => (reachedStall = resolve));
-    vi.spyOn(database, 'applyBatch').mockImplementation(async (entity, batch) => {
+    vi.spyOn(database, 'applyBatches').mockImplementation(async (batches) => {
       reachedStall();
       await stalled; // a long GC pause, a frozen VM: the lease runs out meanwhile
-      return realApply(entity, batch);
+      return realApply(batches);
     });
     const slowFlush = crashing.counters.flush();
     await inStall;

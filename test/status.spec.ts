@@ -71,7 +71,7 @@ describe.each(DATABASES)('status and Redis data loss on %s', (databaseName) => {
     expect(waiting.oldestPendingAgeMs).toBeGreaterThanOrEqual(250);
 
     // A flush that claims its batches and fails to write them: the rows wait in claimed batches.
-    vi.spyOn(app.app.get(CounterDatabase), 'applyBatch').mockRejectedValue(new Error('database gone'));
+    vi.spyOn(app.app.get(CounterDatabase), 'applyBatches').mockRejectedValue(new Error('database gone'));
     const failed = await app.counters.flush();
     expect(failed.error?.message).toBe('database gone');
     const claimed = await app.counters.status();

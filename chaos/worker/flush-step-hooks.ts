@@ -3,7 +3,7 @@
 // asked runs the library untouched.
 //
 // It wraps, on the instances the flusher holds, CounterStore.claim / ack / release and
-// CounterDatabase.applyBatch, and the query runners of the DataSource (for the point between the UPDATE
+// CounterDatabase.applyBatches, and the query runners of the DataSource (for the point between the UPDATE
 // and COMMIT). Once a step is reached, every wrapped call, in any shard, waits before it starts: the
 // process does nothing more of the protocol, as if it had died there, until the parent resumes it.
 import type { INestApplicationContext } from '@nestjs/common';
@@ -82,12 +82,14 @@ export class FlushStepHooks {
   }
 
   private wrapDatabase(database: CounterDatabase, keys: CounterKeys): void {
-    const applyBatch = database.applyBatch.bind(database);
-    database.applyBatch = async (entity, batch) => {
+    const applyBatches = database.applyBatches.bind(database);
+    database.applyBatches = async (batches) => {
       await this.gate();
-      const outcome = await applyBatch(entity, batch);
+      const outcome = await applyBatches(batches);
       if (outcome.applied) {
-        await this.reach('after-commit', { batchId: batch.batchId, shard: keys.shard(entity.key, batch.shard).tag });
+        // A transaction may hold batches of several shards; the step is reported for its first.
+        const [{ batchId, entity, shard }] = batches;
+        await this.reach('after-commit', { batchId, shard: keys.shard(entity.key, shard).tag });
       }
       return outcome;
     };

@@ -10,10 +10,10 @@ export type CountedEntityName = 'Article' | 'Remark' | 'Badge';
 
 /**
  * Points of the flush protocol (lib/counter.flusher.ts) where a worker can be made to stop, so that the
- * parent can SIGKILL or SIGSTOP it there. Within one shard the flusher does: claim (takes or renews the
- * lease, moves pending deltas into flight, records the batch) → applyBatch (one transaction: ledger
- * INSERT, one UPDATE, COMMIT) → ack (flight into base, batch key deleted; releases the lease only on the
- * shard's last batch) → next claim while the dirty set was not empty.
+ * parent can SIGKILL or SIGSTOP it there. For each shard the flusher does: claim (takes or renews the
+ * lease, moves pending deltas into the batch hash) → applyBatches (one transaction, which may hold the
+ * batches of several shards: ledger INSERT, one UPDATE per table, COMMIT) → ack (batch key deleted;
+ * releases the lease only on the shard's last batch) → next claim while the dirty set was not empty.
  */
 export const FLUSH_STEPS = {
   /** After an ack that kept the lease because the shard has more batches, before the next claim. */
@@ -22,7 +22,7 @@ export const FLUSH_STEPS = {
   'after-claim': 'the batch is recorded in Redis and its deltas are in flight; nothing is in the database',
   /** In the batch's transaction, after the ledger INSERT and the UPDATE ran, before COMMIT. */
   'in-transaction': 'the UPDATE ran but is not committed; the transaction holds its row locks',
-  /** After COMMIT (applyBatch resolved with the batch applied), before the ack script. */
+  /** After COMMIT (applyBatches resolved with the batches applied), before the ack scripts. */
   'after-commit': 'the batch is in the database and the ledger, and still in flight in Redis',
   /** After the ack of a shard's last batch, which released the lease. */
   'after-ack': 'the batch is acknowledged and the shard released',

@@ -25,7 +25,9 @@ export interface CounterDialect {
   placeholder(position: number): string;
   /** The values an integer column type can hold, when the database enforces a range narrower than 64 bits. */
   integerRange(type: string, unsigned: boolean): [min: number, max: number] | undefined;
-  /** One statement adding every delta of the batch; rows arrive sorted by id. */
+  /** Most rows one `addDeltas` statement takes, for a statement of `columns` counter columns. */
+  maxRowsPerStatement(columns: number): number;
+  /** One statement adding every delta of `rows`; rows arrive sorted by id. */
   addDeltas(target: DeltaTarget, rows: DeltaRow[]): Statement;
   /** The ledger insert of a batch collided with an existing batch id. */
   isDuplicateKey(error: unknown): boolean;

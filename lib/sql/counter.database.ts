@@ -9,23 +9,26 @@ import type { ResolvedCounterOptions } from '../interfaces/counter-module-option
 import type { CounterDialect, DeltaRow } from './counter-dialect.js';
 import { CounterLedgerEntry } from './counter-ledger.entity.js';
 import { dialectFor } from './dialect-for.js';
+import { groupBy } from '../group-by.js';
 
 /** A batch as the database sees it: rows sorted by id, one delta per column in `counters`. */
 export interface DeltaBatch {
   batchId: string;
+  entity: CountedEntity;
   shard: number;
   counters: CounterField[];
   rows: DeltaRow[];
 }
 
 export type ApplyOutcome =
-  | { applied: true; missingIds: Array<string | number> }
-  /** The ledger already had the batch: another flusher committed it. */
+  /** Per batch (in the order given), the ids that matched no row: deleted since their counters changed. */
+  | { applied: true; missingIds: Array<Array<string | number>> }
+  /** The ledger already had one of the batches: another flusher committed it. Nothing was written. */
   | { applied: false };
 
 const READ_CHUNK = 1_000;
 
-/** Everything the module asks of the SQL database: read counters, apply a batch, keep the ledger. */
+/** Everything the module asks of the SQL database: read counters, apply batches, keep the ledger. */
 @Injectable()
 export class CounterDatabase {
   /** What differs for this data source's database: statement shapes, limits, error codes. */
@@ -54,11 +57,11 @@ export class CounterDatabase {
   }
 
   /**
-   * Applies one batch in one transaction: the ledger insert first (so a duplicate blocks and fails
-   * before it locks any counted row), then one UPDATE for all rows.
+   * Applies batches (of one or more shards and entities) in one transaction: the ledger insert first (so
+   * a duplicate blocks and fails before it locks any counted row), then one UPDATE per table.
    */
-  applyBatch(entity: CountedEntity, batch: DeltaBatch): Promise<ApplyOutcome> {
-    return this.bounded('writing a batch', () => this.inTurn(() => this.applyBatchNow(entity, batch)));
+  applyBatches(batches: DeltaBatch[]): Promise<ApplyOutcome> {
+    return this.bounded('writing a batch', () => this.inTurn(() => this.applyBatchesNow(batches)));
   }
 
   isBatchApplied(batchId: string): Promise<boolean> {
@@ -117,13 +120,13 @@ export class CounterDatabase {
     return found;
   }
 
-  private async applyBatchNow(entity: CountedEntity, batch: DeltaBatch): Promise<ApplyOutcome> {
+  private async applyBatchesNow(batches: DeltaBatch[]): Promise<ApplyOutcome> {
     for (let attempt = 1; ; attempt++) {
       const runner = this.dataSource.createQueryRunner();
       try {
         await runner.connect();
         await runner.startTransaction();
-        const outcome = await this.applyInTransaction(runner, entity, batch);
+        const outcome = await this.applyInTransaction(runner, batches);
         if (outcome.applied) await runner.commitTransaction();
         else await runner.rollbackTransaction();
         return outcome;
@@ -157,32 +160,58 @@ export class CounterDatabase {
     );
   }
 
-  private async applyInTransaction(runner: QueryRunner, entity: CountedEntity, batch: DeltaBatch): Promise<ApplyOutcome> {
+  private async applyInTransaction(runner: QueryRunner, batches: DeltaBatch[]): Promise<ApplyOutcome> {
     const ledger = this.ledger();
     const ledgerColumns = ['batchId', 'entity', 'shard', 'rowCount', 'appliedAt'];
+    const now = Date.now();
+    const params = batches.flatMap((batch) => [batch.batchId, batch.entity.key, batch.shard, batch.rows.length, now]);
+    const tuples = batches.map(
+      (_, b) => `(${ledgerColumns.map((_, c) => this.dialect.placeholder(b * ledgerColumns.length + c + 1)).join(', ')})`,
+    );
     try {
       await runner.query(
         `INSERT INTO ${ledger.table} (${ledgerColumns.map((name) => ledger.column(name)).join(', ')}) ` +
-          `VALUES (${ledgerColumns.map((_, i) => this.dialect.placeholder(i + 1)).join(', ')})`,
-        [batch.batchId, entity.key, batch.shard, batch.rows.length, Date.now()],
+          `VALUES ${tuples.join(', ')}`,
+        params,
       );
     } catch (error) {
       if (this.dialect.isDuplicateKey(error)) return { applied: false };
       throw error;
     }
+    const missingIds = batches.map((): Array<string | number> => []);
+    // Tables in one order (by entity key), rows in id order: two flushers lock rows in the same order.
+    const byEntity = [...groupBy(batches, (batch) => batch.entity.key)].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    for (const [, ofEntity] of byEntity) {
+      const { counters, rows, batchOfRow } = mergeBatches(ofEntity);
+      const missing = await this.updateTable(runner, ofEntity[0].entity, counters, rows);
+      for (const id of missing) missingIds[batches.indexOf(ofEntity[batchOfRow.get(String(id))!])].push(id);
+    }
+    return { applied: true, missingIds };
+  }
+
+  /** Adds the deltas to one table, in statements of at most the dialect's row limit; returns the missing ids. */
+  private async updateTable(
+    runner: QueryRunner,
+    entity: CountedEntity,
+    counters: CounterField[],
+    rows: DeltaRow[],
+  ): Promise<Array<string | number>> {
     const driver = this.dataSource.driver;
-    const statement = this.dialect.addDeltas(
-      {
-        table: this.quoteTablePath(entity.metadata.tablePath),
-        idColumn: driver.escape(entity.primary.databaseName),
-        idType: String(driver.normalizeType(entity.primary)),
-        columns: batch.counters.map((counter) => driver.escape(counter.column.databaseName)),
-      },
-      batch.rows,
-    );
-    const result = await runner.query(statement.sql, statement.params, true);
-    if ((result.affected ?? 0) >= batch.rows.length) return { applied: true, missingIds: [] };
-    return { applied: true, missingIds: await this.missingIds(runner, entity, batch.rows) };
+    const target = {
+      table: this.quoteTablePath(entity.metadata.tablePath),
+      idColumn: driver.escape(entity.primary.databaseName),
+      idType: String(driver.normalizeType(entity.primary)),
+      columns: counters.map((counter) => driver.escape(counter.column.databaseName)),
+    };
+    const perStatement = this.dialect.maxRowsPerStatement(counters.length);
+    const missing: Array<string | number> = [];
+    for (let start = 0; start < rows.length; start += perStatement) {
+      const chunk = rows.slice(start, start + perStatement);
+      const statement = this.dialect.addDeltas(target, chunk);
+      const result = await runner.query(statement.sql, statement.params, true);
+      if ((result.affected ?? 0) < chunk.length) missing.push(...(await this.missingIds(runner, entity, chunk)));
+    }
+    return missing;
   }
 
   /** Ids of the batch that match no row: deleted since their counters changed. */
@@ -214,4 +243,32 @@ export class CounterDatabase {
       .map((part) => this.dataSource.driver.escape(part))
       .join('.');
   }
+}
+
+/**
+ * One entity's batches as one set of rows, sorted by id, with a column for every counter any batch
+ * changes (0 where a batch does not change it). Batches of one transaction come from distinct shards, so
+ * no row is in two of them.
+ */
+function mergeBatches(batches: DeltaBatch[]) {
+  const counters = batches[0].entity.counters.filter((counter) => batches.some((batch) => batch.counters.includes(counter)));
+  const rows: DeltaRow[] = [];
+  const batchOfRow = new Map<string, number>();
+  batches.forEach((batch, b) => {
+    const columnOf = batch.counters.map((counter) => counters.indexOf(counter));
+    for (const row of batch.rows) {
+      const deltas = counters.map(() => 0);
+      row.deltas.forEach((delta, c) => (deltas[columnOf[c]] = delta));
+      rows.push({ id: row.id, deltas });
+      batchOfRow.set(String(row.id), b);
+    }
+  });
+  rows.sort((a, b) => compareIds(a.id, b.id));
+  return { counters, rows, batchOfRow };
+}
+
+/** Primary keys in the order a batch writes them: numbers by value, anything else as text. */
+export function compareIds(a: string | number, b: string | number): number {
+  if (typeof a === 'number' && typeof b === 'number') return a - b;
+  return String(a) < String(b) ? -1 : String(a) > String(b) ? 1 : 0;
 }

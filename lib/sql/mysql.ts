@@ -9,6 +9,9 @@ export const mysqlDialect: CounterDialect = {
   parallelTransactions: 4,
   integerRange: fixedIntegerRange,
   placeholder: () => '?',
+  // Each row's CASE walks the WHENs of every row: a statement's cost grows with the square of its rows
+  // (MariaDB, 3 columns: 12 µs per row at 500 rows, 17 at 1,000, 25 at 2,000).
+  maxRowsPerStatement: () => 500,
 
   addDeltas(target, rows) {
     const statement = caseDeltaAssignments(target, rows, () => '?');

@@ -4,36 +4,35 @@ const UNIQUE_VIOLATION = '23505';
 const DEADLOCK_DETECTED = '40P01';
 const TRANSIENT = new Set([DEADLOCK_DETECTED, '40001', '55P03']);
 
-/** PostgreSQL: `UPDATE … FROM (VALUES …)`, one typed tuple per row, the rows found by primary key. */
+/**
+ * PostgreSQL: `UPDATE … FROM unnest(…)`, the ids and each column's deltas as one array parameter each,
+ * the rows found by primary key.
+ */
 export const postgresDialect: CounterDialect = {
   parallelTransactions: 4,
   integerRange: fixedIntegerRange,
   placeholder: (position) => `$${position}`,
+  // A statement has one parameter per column, whatever the rows.
+  maxRowsPerStatement: () => Number.POSITIVE_INFINITY,
 
   addDeltas(target: DeltaTarget, rows: DeltaRow[]): Statement {
-    const params: unknown[] = [];
-    const tuples = rows.map((row) => {
-      params.push(row.id);
-      const cells = [`$${params.length}::${target.idType}`];
-      for (const delta of row.deltas) {
-        params.push(delta);
-        cells.push(`$${params.length}::bigint`);
-      }
-      return `(${cells.join(', ')})`;
-    });
-    // The ids again, as one array: with it the planner reads just the batch's rows by primary key (in
-    // id order); joined on VALUES alone it hashes them and scans the whole table (EXPLAIN ANALYZE,
-    // 500 of 33,000 rows: 11-14 ms against 4.7 ms).
-    params.push(rows.map((row) => row.id));
-    const ids = `$${params.length}::${target.idType}[]`;
+    // Arrays instead of a VALUES tuple per row: PostgreSQL parses and plans a few parameters instead of
+    // thousands (transactions of 260 rows: 8.6 against 14.3 µs per row; of 1,000 rows: 5.1 against 8.3,
+    // measured on this project's machine).
+    const params: unknown[] = [rows.map((row) => row.id), ...target.columns.map((_, c) => rows.map((row) => row.deltas[c]))];
+    const ids = `$1::${target.idType}[]`;
+    const arrays = [ids, ...target.columns.map((_, c) => `$${c + 2}::bigint[]`)];
     const deltaNames = target.columns.map((_, index) => `d${index}`);
     const assignments = target.columns.map(
       (column, index) => `${column} = COALESCE(t.${column}, 0) + v.d${index}`,
     );
+    // The ids again as `= ANY`: with it the planner reads just the batch's rows by primary key; joined
+    // on the derived table alone it may hash them and scan the whole table (EXPLAIN ANALYZE, 500 of
+    // 33,000 rows: 11-14 ms against 4.7 ms, measured with VALUES).
     return {
       sql:
         `UPDATE ${target.table} AS t SET ${assignments.join(', ')} ` +
-        `FROM (VALUES ${tuples.join(', ')}) AS v(id, ${deltaNames.join(', ')}) ` +
+        `FROM unnest(${arrays.join(', ')}) AS v(id, ${deltaNames.join(', ')}) ` +
         `WHERE t.${target.idColumn} = v.id AND t.${target.idColumn} = ANY(${ids})`,
       params,
     };

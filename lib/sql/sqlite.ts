@@ -11,6 +11,8 @@ export const sqliteDialect: CounterDialect = {
   // SQLite stores every integer in up to 8 bytes, whatever the declared type.
   integerRange: () => undefined,
   placeholder: () => '?',
+  // SQLite binds at most 32,766 parameters per statement; a row takes its id and one per column.
+  maxRowsPerStatement: (columns) => Math.floor(32_766 / (1 + columns)),
 
   addDeltas: joinedDeltas,
 

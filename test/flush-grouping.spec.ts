@@ -1,0 +1,96 @@
+import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { CounterLedgerEntry } from '../lib/index.js';
+import { CounterKeys } from '../lib/redis/keys.js';
+import { CounterDatabase, type DeltaBatch } from '../lib/sql/counter.database.js';
+import type { CounterApp } from './support/counter-app.js';
+import { useCounterSuite } from './support/counter-suite.js';
+import { DATABASES } from './support/databases.js';
+import { Article, Remark } from './support/entities.js';
+import { articleCounts, insertArticles, insertRemarks, remarkCounts } from './support/rows.js';
+
+const SHARDS = 4;
+
+// A flush writes the batches of several shards (and entities) in one transaction, and stays exact when
+// one of them turns out to be in the ledger already.
+describe.each(DATABASES)('batches of several shards in one transaction on %s', (database) => {
+  const suite = useCounterSuite(database, 'group', { shards: SHARDS });
+  const { prefix } = suite;
+  let counter: CounterApp;
+  beforeAll(() => void (counter = suite.counter));
+  afterEach(() => vi.restoreAllMocks());
+
+  const keys = new CounterKeys(prefix, SHARDS);
+  const shardsOf = (entity: typeof Article | typeof Remark, ids: Array<string | number>) => {
+    const table = counter.dataSource.getMetadata(entity).tablePath;
+    return ids.map((id) => `${table}/${keys.shardOf(encodeURIComponent(String(id)))}`);
+  };
+  const batchShards = (batches: DeltaBatch[]) => batches.map((batch) => `${batch.entity.key}/${batch.shard}`);
+  const ledgerRows = () => counter.dataSource.getRepository(CounterLedgerEntry).count();
+
+  /** 12 articles and 8 remarks, each changed: every shard of both entities has rows to write. */
+  async function dirtyRows() {
+    const { counters, dataSource } = counter;
+    const articleIds = await insertArticles(dataSource, Array.from({ length: 12 }, (_, i) => i));
+    const remarkIds = await insertRemarks(dataSource, Array.from({ length: 8 }, (_, i) => 100 + i), `${prefix}-${Date.now()}`);
+    for (const [i, id] of articleIds.entries()) await counters.increment(Article, id, 'like_count', i + 1);
+    for (const id of articleIds.slice(0, 5)) await counters.increment(Article, id, 'view_count', 7);
+    for (const id of remarkIds) await counters.increment(Remark, id, 'reply_count', 3);
+    const shards = new Set([...shardsOf(Article, articleIds), ...shardsOf(Remark, remarkIds)]);
+    expect(shards.size).toBe(2 * SHARDS);
+    return { articleIds, remarkIds, shards };
+  }
+
+  async function expectExact(articleIds: number[], remarkIds: string[]) {
+    const articles = await articleCounts(counter.dataSource, articleIds);
+    expect(articleIds.map((id) => articles.get(id))).toEqual(
+      articleIds.map((_, i) => ({ likes: i + (i + 1), views: i < 5 ? 7 : 0 })),
+    );
+    const remarks = await remarkCounts(counter.dataSource, remarkIds);
+    expect(remarkIds.map((id) => remarks.get(id))).toEqual(remarkIds.map((_, i) => 100 + i + 3));
+  }
+
+  it('writes the batches of every dirty shard in as many transactions as it runs at once', async () => {
+    const { articleIds, remarkIds, shards } = await dirtyRows();
+    const ledgerBefore = await ledgerRows();
+    const databaseService = counter.app.get(CounterDatabase);
+    const apply = vi.spyOn(databaseService, 'applyBatches');
+
+    const report = await counter.counters.flush();
+    expect(report.error).toBeUndefined();
+    expect(report).toMatchObject({ batches: 2 * SHARDS, rows: 20, recoveredBatches: 0, failedShards: 0 });
+    // 8 shards' batches in at most one transaction per worker: some transaction holds several.
+    expect(apply.mock.calls.length).toBeLessThanOrEqual(databaseService.dialect.parallelTransactions);
+    const written = apply.mock.calls.flatMap(([batches]) => batchShards(batches));
+    expect(written.sort()).toEqual([...shards].sort());
+    expect(await ledgerRows()).toBe(ledgerBefore + 2 * SHARDS);
+    await expectExact(articleIds, remarkIds);
+  });
+
+  it('writes each batch on its own when one of a transaction is already in the ledger', async () => {
+    const { articleIds, remarkIds } = await dirtyRows();
+    const ledgerBefore = await ledgerRows();
+    const databaseService = counter.app.get(CounterDatabase);
+    const realApply = databaseService.applyBatches.bind(databaseService);
+    let writtenElsewhere: DeltaBatch | undefined;
+    const apply = vi.spyOn(databaseService, 'applyBatches').mockImplementation(async (batches) => {
+      if (!writtenElsewhere && batches.length > 1) {
+        // Another flusher that recovered this batch (its lease ran out here) commits it first.
+        writtenElsewhere = batches[1];
+        expect(await realApply([writtenElsewhere])).toEqual({ applied: true, missingIds: [[]] });
+      }
+      return realApply(batches);
+    });
+
+    const report = await counter.counters.flush();
+    expect(report.error).toBeUndefined();
+    expect(writtenElsewhere).toBeDefined();
+    // The batch written elsewhere is acknowledged, not written again; every other one is written once.
+    expect(report.batches).toBe(2 * SHARDS - 1);
+    expect(report.rows).toBe(20 - writtenElsewhere!.rows.length);
+    const aloneAfterwards = apply.mock.calls.filter(([batches]) => batches.length === 1 && batches[0] !== writtenElsewhere);
+    expect(aloneAfterwards.length).toBeGreaterThan(0);
+    expect(await ledgerRows()).toBe(ledgerBefore + 2 * SHARDS);
+    await expectExact(articleIds, remarkIds);
+    expect((await counter.counters.status()).pendingRows).toBe(0);
+  });
+});
