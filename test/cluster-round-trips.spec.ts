@@ -63,10 +63,12 @@ describe.each(TOPOLOGIES)('round trips of a %s read of 100 rows', (topology) => 
     const keys = new CounterKeys(prefix, SHARDS);
     const table = counter.dataSource.getMetadata(Article).tablePath;
     const shards = [...new Set(articles.map((article) => keys.shardOf(encodeURIComponent(String(article.id)))))];
-    const slots = shards.map((shard) => keys.shard(table, shard).slot).sort((a, b) => a - b);
+    const shardSlots = shards.map((shard) => keys.shard(table, shard).slot).sort((a, b) => a - b);
+    // Two shards' tags can hash to one slot (with some table names they do): one read call serves both.
+    const slots = [...new Set(shardSlots)];
     const owner = await slotOwners(redis);
     const nodes = [...new Set(slots.map(owner))].sort();
-    return { shards, slots, owner, nodes };
+    return { shards, shardSlots, slots, owner, nodes };
   }
 
   /**
@@ -75,7 +77,7 @@ describe.each(TOPOLOGIES)('round trips of a %s read of 100 rows', (topology) => 
    * script's keys share one slot) on a cluster. Each step is one pipeline per node.
    */
   async function expectOnePipelinePerNode(steps: Array<'read' | 'seed'>) {
-    const { shards, slots, owner, nodes } = await layout();
+    const { shards, shardSlots, slots, owner, nodes } = await layout();
     if (topology === 'cluster') {
       // The 100 rows really are spread: over more than one master, and there are only three.
       expect(nodes.length).toBeGreaterThan(1);
@@ -83,7 +85,9 @@ describe.each(TOPOLOGIES)('round trips of a %s read of 100 rows', (topology) => 
     } else {
       expect(nodes).toHaveLength(1);
     }
-    const callsOf = (step: 'read' | 'seed') => (step === 'read' && topology === 'standalone' ? 1 : shards.length);
+    const slotsOf = (step: 'read' | 'seed') => (step === 'read' ? slots : shardSlots);
+    const callsOf = (step: 'read' | 'seed') =>
+      step === 'read' && topology === 'standalone' ? 1 : step === 'read' ? slots.length : shards.length;
     expect(roundTrips.single).toEqual([]);
     expect(roundTrips.pipelines).toHaveLength(steps.length * nodes.length);
     expect([...roundTrips.pipelineNodes].sort()).toEqual(nodes.flatMap((node) => Array(steps.length).fill(node)).sort());
@@ -98,7 +102,7 @@ describe.each(TOPOLOGIES)('round trips of a %s read of 100 rows', (topology) => 
         return slot;
       }),
     );
-    expect(slotsSent.sort((a, b) => a - b)).toEqual(slots.flatMap((slot) => Array(steps.length).fill(slot)));
+    expect(slotsSent.sort((a, b) => a - b)).toEqual(steps.flatMap(slotsOf).sort((a, b) => a - b));
   }
 
   const expectedValues = () =>

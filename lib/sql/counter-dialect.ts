@@ -47,28 +47,6 @@ export function driverErrorOf(error: unknown): DriverError {
   return (wrapped?.driverError ?? wrapped ?? {}) as DriverError;
 }
 
-/** `col = COALESCE(col, 0) + CASE id WHEN ? THEN ? … ELSE 0 END` per column, for MySQL (whose multi-table UPDATE cannot lock rows in id order). */
-export function caseDeltaAssignments(
-  target: DeltaTarget,
-  rows: DeltaRow[],
-  placeholder: (position: number) => string,
-): Statement {
-  const params: unknown[] = [];
-  const bind = (value: unknown) => {
-    params.push(value);
-    return placeholder(params.length);
-  };
-  const assignments = target.columns.map((column, index) => {
-    const whens = rows
-      .filter((row) => row.deltas[index] !== 0)
-      .map((row) => `WHEN ${bind(row.id)} THEN ${bind(row.deltas[index])}`)
-      .join(' ');
-    return `${column} = COALESCE(${column}, 0) + CASE ${target.idColumn} ${whens} ELSE 0 END`;
-  });
-  const ids = rows.map((row) => bind(row.id)).join(', ');
-  return { sql: `UPDATE ${target.table} SET ${assignments.join(', ')} WHERE ${target.idColumn} IN (${ids})`, params };
-}
-
 const SIGNED_RANGES: Record<string, [number, number]> = {
   tinyint: [-128, 127],
   smallint: [-32_768, 32_767],
