@@ -163,10 +163,10 @@ export class CounterStore {
       const keys: string[] = [];
       const args: Arg[] = [];
       for (const index of indexes) {
-        const { shard, encodedIds } = requests[index];
+        const { shard, encodedIds, counters } = requests[index];
         keys.push(shard.generation);
         for (const id of encodedIds) keys.push(shard.row(id));
-        args.push(encodedIds.length);
+        args.push(encodedIds.length, counters.length, ...counters);
       }
       return target.nestjsCounterRead(keys.length, ...keys, ...args);
     });
@@ -175,12 +175,9 @@ export class CounterStore {
       const lines = (replies[call] as string).split('\n');
       let at = 0;
       for (const index of indexes) {
-        const { encodedIds, counters } = requests[index];
+        const { encodedIds } = requests[index];
         const generation = lines[at++];
-        const values = encodedIds.map(() => {
-          const line = lines[at++];
-          return liveValues(line === '' ? [] : line.split(' '), counters);
-        });
+        const values = encodedIds.map(() => lines[at++].split(' ').map((value) => (value === '' ? null : Number(value))));
         results[index] = { generation, values };
       }
     });
@@ -521,18 +518,4 @@ function unwrap(results: Array<[Error | null, unknown]>): unknown[] {
     if (error) throw error;
     return reply;
   });
-}
-
-/**
- * The live value of each counter from a row's HGETALL fields (its `v:` field, a decimal integer); null
- * for a counter the row has none of (not seeded for it).
- */
-function liveValues(fields: string[], counters: string[]): (number | null)[] {
-  const values: (number | null)[] = counters.map(() => null);
-  for (let i = 0; i < fields.length; i += 2) {
-    if (!fields[i].startsWith('v:')) continue;
-    const counter = counters.indexOf(fields[i].slice(2));
-    if (counter >= 0) values[counter] = Number(fields[i + 1]);
-  }
-  return values;
 }
