@@ -307,7 +307,7 @@ export const liveReads: BenchScenario = {
         `Round trips: counted on the module's own ioredis client over ${COUNTED_CALLS} untimed calls (every command it sends; ` +
           'an executed pipeline counts once). Slot groups: the distinct masters serving the shards of the page\'s rows, per ' +
           '`CLUSTER SLOTS`. Commands/call: script calls, one per shard touched (per read, and per seed on a cold page).',
-        'Every overlaid value was checked against what Redis holds (b + p + f per counter), read with a separate client.',
+        'Every overlaid value was checked against what Redis holds (the `v:` field per counter), read with a separate client.',
         'Cold page (no target in the issue): rows Redis has never seen, a new page per call, so each call reads Redis, reads ' +
           'the database once and seeds Redis.',
         'Default module options (64 shards per entity) except the scheduled flush, which is off: it is not part of a read.',
