@@ -5,6 +5,7 @@ import type { CounterModuleOptions, ResolvedCounterOptions } from './interfaces/
 
 const POSITIVE_INTEGERS = [
   'shards',
+  'slotsPerEntity',
   'flushIntervalMs',
   'flushBatchSize',
   'flushLeaseMs',

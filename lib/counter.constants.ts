@@ -14,6 +14,7 @@ export const COUNTER_DEFAULTS = {
   redis: 'redis://127.0.0.1:6379',
   keyPrefix: 'ctr',
   shards: 64,
+  slotsPerEntity: 16,
   flushEnabled: true,
   flushOnShutdown: true,
   flushIntervalMs: 1_000,

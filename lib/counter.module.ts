@@ -38,7 +38,7 @@ import { CounterDatabase } from './sql/counter.database.js';
     },
     {
       provide: CounterKeys,
-      useFactory: (options: ResolvedCounterOptions) => new CounterKeys(options.keyPrefix, options.shards),
+      useFactory: (options: ResolvedCounterOptions) => new CounterKeys(options.keyPrefix, options.shards, options.slotsPerEntity),
       inject: [COUNTER_OPTIONS],
     },
     CounterRegistry,

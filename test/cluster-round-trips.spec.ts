@@ -2,6 +2,7 @@ import { generateMulti } from 'cluster-key-slot';
 import request from 'supertest';
 import type { App } from 'supertest/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { COUNTER_DEFAULTS } from '../lib/counter.constants.js';
 import { CounterKeys } from '../lib/redis/keys.js';
 import { startCounterApp, type CounterApp } from './support/counter-app.js';
 import { createTestDatabase, DATABASES, type TestDatabase } from './support/databases.js';
@@ -12,7 +13,7 @@ import { RoundTrips } from './support/redis-traffic.js';
 import { slotOwners } from './support/slot-owners.js';
 import { inspectionClient, moduleClient, TOPOLOGIES } from './support/topologies.js';
 
-/** Many shards, so that 100 rows spread over dozens of them and so over every master of the cluster. */
+/** Many shards, so that 100 rows spread over dozens of them, every slot group and every master of the cluster. */
 const SHARDS = 64;
 const ROWS = 100;
 
@@ -78,6 +79,10 @@ describe.each(TOPOLOGIES)('round trips of a %s read of 100 rows', (topology) => 
    */
   async function expectOnePipelinePerNode(steps: Array<'read' | 'seed'>) {
     const { shards, shardSlots, slots, owner, nodes } = await layout();
+    // 64 shards in 16 slot groups (slotsPerEntity): the 100 rows touch more shards than slots, and a
+    // read costs one call per slot.
+    expect(slots.length).toBeLessThanOrEqual(COUNTER_DEFAULTS.slotsPerEntity);
+    expect(slots.length).toBeLessThan(shards.length);
     if (topology === 'cluster') {
       // The 100 rows really are spread: over more than one master, and there are only three.
       expect(nodes.length).toBeGreaterThan(1);

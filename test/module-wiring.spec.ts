@@ -299,6 +299,7 @@ describe.each(DATABASES)('module wiring on %s', (databaseName) => {
     it.each([
       ['shards: 0', { shards: 0 }, ['"shards"', 'a positive integer', 'got 0']],
       ['shards: 1.5', { shards: 1.5 }, ['"shards"', 'a positive integer', 'got 1.5']],
+      ['slotsPerEntity: 0', { slotsPerEntity: 0 }, ['"slotsPerEntity"', 'a positive integer', 'got 0']],
       ['shards: 100000', { shards: 100_000 }, ['"shards"', 'at most 16384', 'got 100000']],
       ['flushIntervalMs: -1', { flushIntervalMs: -1 }, ['"flushIntervalMs"', 'a positive integer', 'got -1']],
       ['keyPrefix: "a{b}"', { keyPrefix: 'a{b}' }, ['"keyPrefix"', 'without "{" or "}"', 'got a{b}']],

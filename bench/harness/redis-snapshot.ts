@@ -1,4 +1,5 @@
 import type { Cluster, Redis } from 'ioredis';
+import { COUNTER_DEFAULTS } from '../../lib/counter.constants.js';
 import { CounterKeys } from '../../lib/redis/keys.js';
 import { mastersOf } from './redis-targets.js';
 
@@ -51,15 +52,15 @@ export async function restoreKeys(client: Redis, snapshot: RedisSnapshot, rename
 
 /**
  * Moves counter keys from one set of entity keys (table paths) to another: every key of a shard starts
- * with the shard's hash tag, which holds the entity key, and a row's shard depends on its id alone.
+ * with its slot group's hash tag, which holds the entity key, and a row's shard depends on its id alone.
  * `from[i]` becomes `to[i]`.
  */
 export function entityKeyRenamer(prefix: string, shards: number, from: string[], to: string[]): (key: string) => string {
-  const keys = new CounterKeys(prefix, shards);
+  const keys = new CounterKeys(prefix, shards, COUNTER_DEFAULTS.slotsPerEntity);
   const tags = new Map<string, string>();
   from.forEach((entityKey, index) => {
     const targets = keys.shardsOf(to[index]);
-    keys.shardsOf(entityKey).forEach((shard, number) => tags.set(shard.tag, targets[number].tag));
+    keys.shardsOf(entityKey).forEach((shard, number) => tags.set(shard.slotTag, targets[number].slotTag));
   });
   return (key) => {
     const end = key.indexOf('}') + 1;

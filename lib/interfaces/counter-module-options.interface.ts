@@ -32,11 +32,18 @@ export interface CounterModuleOptions {
   keyPrefix?: string;
   /**
    * Shards per entity. Each shard has its own dirty set and flush lease, so this is how many flushers
-   * can work on one table at once, and (on a cluster) how many slots one table spreads over.
-   * Changing it on a live system re-homes rows: flush everything first.
+   * can work on one table at once. Changing it on a live system re-homes rows: flush everything first.
    * @default 64
    */
   shards?: number;
+  /**
+   * Cluster slots one entity's shards spread over (at most `shards`): shard n lives in slot group
+   * n mod slotsPerEntity. A page read costs one script call per slot it touches, and increments of one
+   * turn of the event loop one call per slot; more slots spread an entity over more masters. Part of the
+   * key layout, like `shards`: flush everything before changing it.
+   * @default 16
+   */
+  slotsPerEntity?: number;
   /**
    * Run the flush on a timer. Turn off in tests that call `CounterService.flush()` themselves.
    * @default true

@@ -1,18 +1,26 @@
 import calculateSlot from 'cluster-key-slot';
+import { COUNTER_DEFAULTS } from '../counter.constants.js';
 
 /**
- * Key layout. The hash tag is the shard, not the row: `ctr:{article:17}:r:42` is row 42 of shard 17
- * and `ctr:{article:17}:dirty` that shard's dirty set, so a row and everything a script touches with it
- * live in one cluster slot.
+ * Key layout. The hash tag names a slot group of an entity, not a row: `ctr:{article:1}:17:r:42` is row
+ * 42 of shard 17, and `ctr:{article:1}:17:dirty` that shard's dirty set. Shard n is in slot group
+ * n mod slotsPerEntity, so a row, its shard's keys and the other shards of its group live in one
+ * cluster slot: everything a script touches with a row is in that slot, and one script call can read
+ * rows of several shards (a page read costs one call per slot touched, not per shard).
  */
 export class CounterKeys {
   /** The ShardKeys of each entity, built once: the increment path only indexes into them. */
   private readonly cache = new Map<string, readonly ShardKeys[]>();
+  /** Slot groups per entity: never more than there are shards. */
+  private readonly slotGroups: number;
 
   constructor(
     private readonly prefix: string,
     readonly shards: number,
-  ) {}
+    slotsPerEntity: number = COUNTER_DEFAULTS.slotsPerEntity,
+  ) {
+    this.slotGroups = Math.min(shards, slotsPerEntity);
+  }
 
   /** Encodes an id so that `{`, `}` and `:` in it can never break a key or its hash tag. */
   encodeId(id: string): string {
@@ -37,8 +45,11 @@ export class CounterKeys {
   shardsOf(entityKey: string): readonly ShardKeys[] {
     let shards = this.cache.get(entityKey);
     if (!shards) {
-      const tag = `${this.prefix}:{${encodeURIComponent(entityKey)}`;
-      shards = Array.from({ length: this.shards }, (_, shard) => new ShardKeys(`${tag}:${shard}}`));
+      const entity = `${this.prefix}:{${encodeURIComponent(entityKey)}`;
+      shards = Array.from(
+        { length: this.shards },
+        (_, shard) => new ShardKeys(`${entity}:${shard % this.slotGroups}}`, shard),
+      );
       this.cache.set(entityKey, shards);
     }
     return shards;
@@ -49,23 +60,30 @@ export class CounterKeys {
   }
 }
 
-/** The keys of one shard; all share one hash tag. */
+/** The keys of one shard; all share the hash tag of its slot group. */
 export class ShardKeys {
+  /** What every key of the shard starts with; unique to the shard. */
+  readonly tag: string;
   readonly dirty: string;
   readonly lease: string;
   readonly batch: string;
   readonly generation: string;
   readonly rowPrefix: string;
-  /** The cluster slot of every key of the shard. */
+  /** The cluster slot of every key of the shard (and of the other shards of its group). */
   readonly slot: number;
 
-  constructor(readonly tag: string) {
-    this.slot = calculateSlot(tag);
-    this.dirty = `${tag}:dirty`;
-    this.lease = `${tag}:lease`;
-    this.batch = `${tag}:batch`;
-    this.generation = `${tag}:gen`;
-    this.rowPrefix = `${tag}:r:`;
+  /** @param slotTag `prefix:{entity:group}`, the part of the key that decides the slot. */
+  constructor(
+    readonly slotTag: string,
+    shard: number,
+  ) {
+    this.tag = `${slotTag}:${shard}`;
+    this.slot = calculateSlot(slotTag);
+    this.dirty = `${this.tag}:dirty`;
+    this.lease = `${this.tag}:lease`;
+    this.batch = `${this.tag}:batch`;
+    this.generation = `${this.tag}:gen`;
+    this.rowPrefix = `${this.tag}:r:`;
   }
 
   row(encodedId: string): string {
