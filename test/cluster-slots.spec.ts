@@ -272,7 +272,7 @@ describe.runIf(TOPOLOGIES.includes('cluster'))('hash slots of every command on a
     expect(holding.filter(({ claim }) => replicasOf(claim.node!) === 0)).toEqual([]);
   });
 
-  it('keeps the row keys that claim and ack build from ARGV in the slot of their declared keys', () => {
+  it('keeps the row keys that claim, ack and read build from ARGV in the slot of their declared keys', () => {
     const rebuilt: Array<{ script: string; declaredSlot: number; key: string }> = [];
     const idsOfBatch = new Map<string, string[]>();
     for (const claim of record.filter(({ script }) => script === 'nestjsCounterClaim')) {
@@ -295,6 +295,22 @@ describe.runIf(TOPOLOGIES.includes('cluster'))('hash slots of every command on a
         rebuilt.push({ script: 'ack', declaredSlot: generateMulti(declared), key: rowPrefix + id });
       }
     }
+    // A read names each shard's generation key and sends, per shard: row key prefix, n, k, k counter
+    // names, n encoded ids.
+    for (const read of record.filter(({ script }) => script === 'nestjsCounterRead')) {
+      const { keys: declared, argv } = scriptArguments(read);
+      let at = 0;
+      for (const _ of declared) {
+        const [rowPrefix, rows, counters] = [argv[at], Number(argv[at + 1]), Number(argv[at + 2])];
+        at += 3 + counters;
+        for (const id of argv.slice(at, at + rows)) {
+          rebuilt.push({ script: 'read', declaredSlot: generateMulti(declared), key: rowPrefix + id });
+        }
+        at += rows;
+      }
+      expect(at).toBe(argv.length);
+    }
+    expect(rebuilt.filter(({ script }) => script === 'read').length).toBeGreaterThan(ARTICLES);
     // Every claimed row was rebuilt: the first flush's, the crashed flush's, the crashed batch's again
     // when recovered, and the deleted row's (which its ack also names as missing).
     expect(rebuilt.filter(({ script }) => script === 'claim')).toHaveLength(

@@ -67,6 +67,7 @@ export interface ShardRowsRequest {
 }
 
 export interface ShardRowsResult {
+  /** The shard's generation, read with the rows; '' when no row misses a counter (nothing to seed). */
   generation: string;
   /** Per row, per counter: the live value, or null when the row is not seeded. */
   values: (number | null)[][];
@@ -165,8 +166,7 @@ export class CounterStore {
       for (const index of indexes) {
         const { shard, encodedIds, counters } = requests[index];
         keys.push(shard.generation);
-        for (const id of encodedIds) keys.push(shard.row(id));
-        args.push(encodedIds.length, counters.length, ...counters);
+        args.push(shard.rowPrefix, encodedIds.length, counters.length, ...counters, ...encodedIds);
       }
       return target.nestjsCounterRead(keys.length, ...keys, ...args);
     });

@@ -3,9 +3,14 @@
  * at once (a script call costs far more than the reads in it); on a cluster the caller sends one call
  * per slot, so every key of a call is in one slot there.
  *
- * KEYS, per shard: its generation, then its row hashes.
- * ARGV, per shard (same order): the number of its rows, the number k of counters, the k counter names.
- * Returns one string of lines: per shard its generation, then per row the live values (`v:` fields) of
+ * KEYS, per shard: its generation.
+ * ARGV, per shard (same order): its row key prefix, the number n of its rows, the number k of
+ * counters, the k counter names, the n encoded row ids. The row keys are built here from the prefix
+ * (so they are in the slot of the shard's generation key, like every key of the shard): sent whole as
+ * KEYS, 100 row keys made the request about twice as long, and on a cluster ioredis hashes every
+ * declared key to route the call.
+ * Returns one string of lines: per shard its generation (an empty line when every row of the shard has
+ * every counter: nothing to seed, so nothing to compare), then per row the live values (`v:` fields) of
  * the k counters joined by spaces, an empty value for a counter the row has none of (not seeded for
  * it). Values are decimal integers, so neither a value nor the generation holds a space or a line break.
  * One string instead of an array of arrays: ioredis decodes a reply element by element, and for a page
@@ -15,21 +20,27 @@
  * The generation lets a later seed detect a flush acknowledged in between.
  */
 export const READ_LUA = `
-local out, key, arg = {}, 1, 1
-while arg <= #ARGV do
-  local rows, k = tonumber(ARGV[arg]), tonumber(ARGV[arg + 1])
+local out, arg = {}, 1
+for key = 1, #KEYS do
+  local prefix, rows, k = ARGV[arg], tonumber(ARGV[arg + 1]), tonumber(ARGV[arg + 2])
   local names = {}
-  for j = 1, k do names[j] = 'v:' .. ARGV[arg + 1 + j] end
-  arg = arg + 2 + k
-  out[#out + 1] = redis.call('GET', KEYS[key]) or '0'
-  for i = key + 1, key + rows do
-    local values = redis.call('HMGET', KEYS[i], unpack(names))
+  for j = 1, k do names[j] = 'v:' .. ARGV[arg + 2 + j] end
+  arg = arg + 3 + k
+  local generationAt, missing = #out + 1, false
+  out[generationAt] = ''
+  for i = arg, arg + rows - 1 do
+    local values = redis.call('HMGET', prefix .. ARGV[i], unpack(names))
     for j = 1, k do
-      if not values[j] then values[j] = '' end
+      if not values[j] then
+        values[j] = ''
+        missing = true
+      end
     end
     out[#out + 1] = table.concat(values, ' ')
   end
-  key = key + 1 + rows
+  -- Only a shard with a row to seed needs its generation (a GET per shard was a fifth of the script).
+  if missing then out[generationAt] = redis.call('GET', KEYS[key]) or '0' end
+  arg = arg + rows
 end
 return table.concat(out, '\\n')
 `;
