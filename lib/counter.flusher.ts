@@ -36,7 +36,10 @@ interface ClaimedBatch {
 interface FlushRun {
   token: string;
   report: FlushReport;
-  /** Shards left to flush; a shard with rows left after a batch goes back in. */
+  /**
+   * Shards left to flush, taken from the end; a shard with rows left after a batch goes back in at the
+   * front, so every other shard gets its turn first.
+   */
   queue: ShardWork[];
   lostShards: number;
   stopped(): boolean;
@@ -124,7 +127,8 @@ export class CounterFlusher implements OnApplicationBootstrap {
     };
     await Promise.all(Array.from({ length: this.database.dialect.parallelTransactions }, worker));
     // A stopped flush gives back the leases of shards it would have come back to.
-    await Promise.all(run.queue.filter((work) => work.holding).map((work) => this.store.release(work.keys, run.token).catch(() => undefined)));
+    const held = run.queue.filter((work) => work.holding);
+    await Promise.all(held.map((work) => this.store.release(work.keys, run.token).catch(() => undefined)));
     if (run.lostShards > 0) this.health.redisDataLost(run.lostShards);
     if (report.error) {
       this.health.flushFailed(report.error);
@@ -184,7 +188,7 @@ export class CounterFlusher implements OnApplicationBootstrap {
     work.holding = true;
     if (claim.rows.length === 0) {
       // Every claimed delta netted to zero: nothing to write.
-      if (claim.more) run.queue.push(work);
+      if (claim.more) run.queue.unshift(work);
       else await this.releaseShard(run, work);
       return undefined;
     }
@@ -235,14 +239,14 @@ export class CounterFlusher implements OnApplicationBootstrap {
     );
   }
 
-  /** Acknowledges a written batch; the shard goes back in the queue if it has rows left. */
+  /** Acknowledges a written batch; the shard goes back in the queue (holding its lease) if it has rows left. */
   private async acknowledge(run: FlushRun, claimed: ClaimedBatch, missingIds: Array<string | number>): Promise<void> {
     const { work, batch, more } = claimed;
     const missing = missingIds.map((id) => claimed.encodedIdOf.get(String(id))!);
     const acknowledged = await this.store.ack(work.keys, batch.batchId, run.token, !more, missing);
     // The ack moved the generation on by one (others can only have moved it further).
     if (acknowledged) this.recordGeneration(work, claimed.generation + 1);
-    if (more) run.queue.push(work);
+    if (more) run.queue.unshift(work);
     else work.holding = false;
   }
 

@@ -1,5 +1,5 @@
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { CounterLedgerEntry } from '../lib/index.js';
+import { CounterDatabaseUnavailableError, CounterLedgerEntry } from '../lib/index.js';
 import { CounterKeys } from '../lib/redis/keys.js';
 import { CounterDatabase, type DeltaBatch } from '../lib/sql/counter.database.js';
 import type { CounterApp } from './support/counter-app.js';
@@ -92,5 +92,45 @@ describe.each(DATABASES)('batches of several shards in one transaction on %s', (
     expect(await ledgerRows()).toBe(ledgerBefore + 2 * SHARDS);
     await expectExact(articleIds, remarkIds);
     expect((await counter.counters.status()).pendingRows).toBe(0);
+  });
+});
+
+// A flush that stops (the database became unavailable) gives back the leases of the shards it still
+// meant to come back to, so that another flusher need not wait for them to expire.
+describe.each(DATABASES)('a stopped flush on %s', (database) => {
+  const suite = useCounterSuite(database, 'stopped', { shards: 2, flushBatchSize: 2 });
+  const { prefix, redis } = suite;
+  afterEach(() => vi.restoreAllMocks());
+
+  it('releases the lease of a shard waiting for its next batch', async () => {
+    const { counters, dataSource, app } = suite.counter;
+    const ids = await insertArticles(dataSource, Array.from({ length: 12 }, () => 0));
+    for (const id of ids) await counters.increment(Article, id, 'like_count', 2);
+    const keys = new CounterKeys(prefix, 2);
+    const table = dataSource.getMetadata(Article).tablePath;
+    const rowsOfShard = [0, 1].map((shard) => ids.filter((id) => keys.shardOf(String(id)) === shard).length);
+    // Both shards need more than one batch of 2 rows.
+    expect(Math.min(...rowsOfShard)).toBeGreaterThan(2);
+
+    const databaseService = app.get(CounterDatabase);
+    const realApply = databaseService.applyBatches.bind(databaseService);
+    let calls = 0;
+    vi.spyOn(databaseService, 'applyBatches').mockImplementation(async (batches) => {
+      if (++calls === 1) return realApply(batches);
+      throw new CounterDatabaseUnavailableError('database gone');
+    });
+    const stopped = await counters.flush();
+    expect(stopped.error).toBeInstanceOf(CounterDatabaseUnavailableError);
+    expect(stopped.batches).toBe(1);
+    // The first shard wrote a batch and waited for its next one; the failed one was released on failure.
+    const leases = await Promise.all([0, 1].map((shard) => redis.exists(keys.shard(table, shard).lease)));
+    expect(leases).toEqual([0, 0]);
+
+    vi.restoreAllMocks();
+    const resumed = await counters.flush();
+    expect(resumed.error).toBeUndefined();
+    expect(resumed.busyShards).toBe(0);
+    const stored = await articleCounts(dataSource, ids);
+    expect(ids.map((id) => stored.get(id)!.likes)).toEqual(ids.map(() => 2));
   });
 });
