@@ -10,7 +10,7 @@ import type { ResolvedCounterOptions } from './interfaces/counter-module-options
 import type { FlushReport } from './interfaces/flush-report.interface.js';
 import { CounterKeys, type ShardKeys } from './redis/keys.js';
 import { CounterStore, type BatchRow } from './redis/counter.store.js';
-import { CounterDatabase, compareIds, type DeltaBatch } from './sql/counter.database.js';
+import { CounterDatabase, type DeltaBatch } from './sql/counter.database.js';
 
 interface ShardWork {
   entity: CountedEntity;
@@ -181,8 +181,7 @@ export class CounterFlusher implements OnApplicationBootstrap {
       return undefined;
     }
     if (claim.kind === 'empty') {
-      if (work.holding) await this.store.release(work.keys, run.token);
-      work.holding = false;
+      if (work.holding) await this.releaseShard(run, work);
       return undefined;
     }
     work.holding = true;
@@ -278,21 +277,21 @@ export class CounterFlusher implements OnApplicationBootstrap {
   }
 
   /**
-   * The claimed rows as the database takes them: ids decoded, one delta per counter column, sorted by
-   * id. A batch recovered after a deploy may name counters the entity no longer has: nothing is left to
-   * write their deltas to.
+   * The claimed rows as the database takes them: ids decoded, one delta per counter column (the
+   * database sorts them when it merges the batches of a transaction). A batch recovered after a deploy
+   * may name counters the entity no longer has: nothing is left to write their deltas to.
    */
   private toDeltaBatch(work: ShardWork, batchId: string, counterNames: string[], claimed: BatchRow[]) {
     const { entity } = work;
-    const columnOf = counterNames.map((name) => entity.counters.findIndex((counter) => counter.name === name));
-    const counters = entity.counters.filter((_, index) => columnOf.includes(index));
+    const counters = entity.counters.filter((counter) => counterNames.includes(counter.name));
+    // The column of each of the batch's counters; -1 for a counter the entity no longer has.
+    const columnOf = counterNames.map((name) => counters.findIndex((counter) => counter.name === name));
     const rows: Array<{ id: string | number; deltas: number[] }> = [];
     const encodedIdOf = new Map<string, string>();
     for (const { encodedId, deltas } of claimed) {
       const row = counters.map(() => 0);
       deltas.forEach((delta, j) => {
-        const column = counters.indexOf(entity.counters[columnOf[j]]);
-        if (column >= 0) row[column] += delta;
+        if (columnOf[j] >= 0) row[columnOf[j]] += delta;
       });
       if (row.every((delta) => delta === 0)) continue;
       const text = this.keys.decodeId(encodedId);
@@ -303,15 +302,12 @@ export class CounterFlusher implements OnApplicationBootstrap {
     }
     // Only the columns the batch changes: a column without a delta would only cost the statement.
     const changed = counters.map((_, column) => rows.some((row) => row.deltas[column] !== 0));
-    const sorted = rows
-      .map((row) => ({ id: row.id, deltas: row.deltas.filter((_, column) => changed[column]) }))
-      .sort((a, b) => compareIds(a.id, b.id));
     const batch: DeltaBatch = {
       batchId,
       entity,
       shard: work.shard,
       counters: counters.filter((_, c) => changed[c]),
-      rows: sorted,
+      rows: rows.map((row) => ({ id: row.id, deltas: row.deltas.filter((_, column) => changed[column]) })),
     };
     return { batch, encodedIdOf };
   }

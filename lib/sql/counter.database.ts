@@ -11,7 +11,7 @@ import { CounterLedgerEntry } from './counter-ledger.entity.js';
 import { dialectFor } from './dialect-for.js';
 import { groupBy } from '../group-by.js';
 
-/** A batch as the database sees it: rows sorted by id, one delta per column in `counters`. */
+/** A batch as the database sees it: its rows (in any order), one delta per column in `counters`. */
 export interface DeltaBatch {
   batchId: string;
   entity: CountedEntity;
@@ -180,7 +180,7 @@ export class CounterDatabase {
     }
     const missingIds = batches.map((): Array<string | number> => []);
     // Tables in one order (by entity key), rows in id order: two flushers lock rows in the same order.
-    const byEntity = [...groupBy(batches, (batch) => batch.entity.key)].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    const byEntity = [...groupBy(batches, (batch) => batch.entity.key)].sort(([a], [b]) => compareIds(a, b));
     for (const [, ofEntity] of byEntity) {
       const { counters, rows, batchOfRow } = mergeBatches(ofEntity);
       const missing = await this.updateTable(runner, ofEntity[0].entity, counters, rows);
@@ -267,8 +267,8 @@ function mergeBatches(batches: DeltaBatch[]) {
   return { counters, rows, batchOfRow };
 }
 
-/** Primary keys in the order a batch writes them: numbers by value, anything else as text. */
-export function compareIds(a: string | number, b: string | number): number {
+/** Ids (and entity keys) in the order a transaction writes them: numbers by value, anything else as text. */
+function compareIds(a: string | number, b: string | number): number {
   if (typeof a === 'number' && typeof b === 'number') return a - b;
   return String(a) < String(b) ? -1 : String(a) > String(b) ? 1 : 0;
 }
