@@ -44,10 +44,26 @@ wait_until() { # seconds, description, command...
   return 1
 }
 
+healthy() { cluster_ok && all_nodes_ok && replicas_attached; }
+any_node_up() {
+  for port in "${PORTS[@]}"; do node_up "$port" && return 0; done
+  return 1
+}
+
 start() {
-  if cluster_ok && all_nodes_ok && replicas_attached; then
+  if healthy; then
     echo "redis-cluster: already running on ${HOST}:${PORTS[0]}-${PORTS[-1]}"
     return 0
+  fi
+  # Nodes left over from an earlier run that never finished (a killed master, a half-made cluster)
+  # cannot join a new cluster: give a failover in progress time to finish, then start from scratch.
+  if any_node_up; then
+    if wait_until 20 "the running nodes to recover" healthy 2>/dev/null; then
+      echo "redis-cluster: already running on ${HOST}:${PORTS[0]}-${PORTS[-1]}"
+      return 0
+    fi
+    echo "redis-cluster: nodes on ${HOST}:${PORTS[0]}-${PORTS[-1]} are not a healthy cluster; restarting them"
+    stop >/dev/null
   fi
   mkdir -p "$DIR"
   for port in "${PORTS[@]}"; do
@@ -63,7 +79,11 @@ start() {
   if ! cluster_ok; then
     local nodes=()
     for port in "${PORTS[@]}"; do nodes+=("$HOST:$port"); done
-    redis-cli --cluster create "${nodes[@]}" --cluster-replicas 1 --cluster-yes >"$DIR/create.log"
+    if ! redis-cli --cluster create "${nodes[@]}" --cluster-replicas 1 --cluster-yes >"$DIR/create.log" 2>&1; then
+      echo "redis-cluster: creating the cluster failed:" >&2
+      cat "$DIR/create.log" >&2
+      return 1
+    fi
   fi
   wait_until 30 "cluster_state:ok on every node" all_nodes_ok
   wait_until 60 "three replicas attached and listed in CLUSTER SLOTS" replicas_attached
