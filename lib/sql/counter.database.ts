@@ -39,6 +39,8 @@ export class CounterDatabase {
    * one, `flush()` calls) takes its turn.
    */
   private queue: Promise<unknown> = Promise.resolve();
+  /** The dialect for the server reached, once asked (see `CounterDialect.forServer`). */
+  private serverDialect?: Promise<CounterDialect>;
 
   constructor(
     @Inject(COUNTER_DATA_SOURCE) private readonly dataSource: DataSource,
@@ -179,11 +181,12 @@ export class CounterDatabase {
       throw error;
     }
     const missingIds = batches.map((): Array<string | number> => []);
+    const dialect = await this.dialectOfServer(runner);
     // Tables in one order (by entity key), rows in id order: two flushers lock rows in the same order.
     const byEntity = [...groupBy(batches, (batch) => batch.entity.key)].sort(([a], [b]) => compareIds(a, b));
     for (const [, ofEntity] of byEntity) {
       const { counters, rows, batchOfRow } = mergeBatches(ofEntity);
-      const missing = await this.updateTable(runner, ofEntity[0].entity, counters, rows);
+      const missing = await this.updateTable(runner, dialect, ofEntity[0].entity, counters, rows);
       for (const id of missing) missingIds[batches.indexOf(ofEntity[batchOfRow.get(String(id))!])].push(id);
     }
     return { applied: true, missingIds };
@@ -192,6 +195,7 @@ export class CounterDatabase {
   /** Adds the deltas to one table, in statements of at most the dialect's row limit; returns the missing ids. */
   private async updateTable(
     runner: QueryRunner,
+    dialect: CounterDialect,
     entity: CountedEntity,
     counters: CounterField[],
     rows: DeltaRow[],
@@ -203,15 +207,32 @@ export class CounterDatabase {
       idType: String(driver.normalizeType(entity.primary)),
       columns: counters.map((counter) => driver.escape(counter.column.databaseName)),
     };
-    const perStatement = this.dialect.maxRowsPerStatement(counters.length);
+    const perStatement = dialect.maxRowsPerStatement(counters.length);
     const missing: Array<string | number> = [];
     for (let start = 0; start < rows.length; start += perStatement) {
       const chunk = rows.slice(start, start + perStatement);
-      const statement = this.dialect.addDeltas(target, chunk);
+      const statement = dialect.addDeltas(target, chunk);
       const result = await runner.query(statement.sql, statement.params, true);
       if ((result.affected ?? 0) < chunk.length) missing.push(...(await this.missingIds(runner, entity, chunk)));
     }
     return missing;
+  }
+
+  /**
+   * The dialect for the server behind the data source: asked once (`SELECT VERSION()`, on the batch's
+   * connection) where the dialect's family needs it; a failed query is asked again next time.
+   */
+  private dialectOfServer(runner: QueryRunner): Promise<CounterDialect> {
+    const forServer = this.dialect.forServer;
+    if (!forServer) return Promise.resolve(this.dialect);
+    this.serverDialect ??= runner.query('SELECT VERSION() AS version').then(
+      (rows: Array<{ version: unknown }>) => forServer(String(rows[0]?.version ?? '')),
+      (error: unknown) => {
+        this.serverDialect = undefined;
+        throw error;
+      },
+    );
+    return this.serverDialect;
   }
 
   /** Ids of the batch that match no row: deleted since their counters changed. */

@@ -4,9 +4,13 @@ const ER_DUP_ENTRY = 1062;
 const ER_LOCK_WAIT_TIMEOUT = 1205;
 const ER_LOCK_DEADLOCK = 1213;
 
+/** MariaDB's table value constructors (`VALUES (…), (…)` in a derived table) arrived in 10.3.3. */
+const MARIADB_VALUES_SINCE = [10, 3, 3];
+
 /**
  * MySQL and MariaDB: the deltas as a derived table (one SELECT per row, joined by UNION ALL, which both
- * servers take) joined on the primary key.
+ * servers take) joined on the primary key. On MariaDB 10.3.3 and later the rows after the first are a
+ * `VALUES` list instead (see `forServer`).
  */
 export const mysqlDialect: CounterDialect = {
   parallelTransactions: 4,
@@ -16,7 +20,8 @@ export const mysqlDialect: CounterDialect = {
   // at 1,000 rows, 10.7 at 2,000, 15.9 at 4,000).
   maxRowsPerStatement: () => 1_000,
 
-  addDeltas: joinedDeltas,
+  addDeltas: (target, rows) => joinedDeltas(target, rows, 'select'),
+  forServer: (version) => (isMariaDbWithValues(version) ? mariadbDialect : mysqlDialect),
 
   isDuplicateKey: (error) => driverErrorOf(error).errno === ER_DUP_ENTRY,
   isTransient: (error) => {
@@ -27,21 +32,52 @@ export const mysqlDialect: CounterDialect = {
 };
 
 /**
- * `UPDATE t JOIN (SELECT ? AS id, ? AS d0 … UNION ALL SELECT ?, ? …) AS v ON t.id = v.id SET …`. It
- * replaced a CASE per column (`CASE id WHEN ? THEN ? …`), whose cost grows with the square of the rows
+ * MariaDB from 10.3.3: the derived table's rows after the first as one `VALUES` list, which the server
+ * parses and plans faster than a SELECT per row (1,000 rows of three counters, one connection: 5.4–6.4 µs
+ * per row against 9.6–10.5 µs, measured on MariaDB 10.11 on this project's machine).
+ */
+const mariadbDialect: CounterDialect = {
+  ...mysqlDialect,
+  addDeltas: (target, rows) => joinedDeltas(target, rows, 'values'),
+  forServer: undefined,
+};
+
+/** Whether `SELECT VERSION()` names a MariaDB that takes `VALUES` lists (e.g. `10.11.19-MariaDB-0+deb12u1`). */
+export function isMariaDbWithValues(version: string): boolean {
+  if (!/mariadb/i.test(version)) return false;
+  const parts = (/^(\d+)\.(\d+)\.(\d+)/.exec(version) ?? []).slice(1).map(Number);
+  if (parts.length < 3) return false;
+  for (let i = 0; i < 3; i++) {
+    if (parts[i] !== MARIADB_VALUES_SINCE[i]) return parts[i] > MARIADB_VALUES_SINCE[i];
+  }
+  return true;
+}
+
+/**
+ * `UPDATE t JOIN (SELECT ? AS id, ? AS d0 … UNION ALL SELECT ?, ? …) AS v ON t.id = v.id SET …`, or
+ * `… UNION ALL VALUES (?, ? …), (…)` after the first row (MariaDB). The derived table replaced a CASE
+ * per column (`CASE id WHEN ? THEN ? …`), whose cost grows with the square of the rows
  * (12 µs per row at 500 rows, 17 at 1,000). A multi-table UPDATE takes no ORDER BY, so the server
  * picks the order in which it locks the rows. Flushers cannot deadlock each other over it: they never
  * write the same rows at once (each holds its shards' leases, and a batch written twice meets the
  * ledger's key before any row). An outside transaction that locks the batch's rows in another order
  * can; the deadlocked flush runs again (DEADLOCK_ATTEMPTS).
  */
-function joinedDeltas(target: DeltaTarget, rows: DeltaRow[]): Statement {
+function joinedDeltas(target: DeltaTarget, rows: DeltaRow[], rest: 'select' | 'values'): Statement {
   const params: unknown[] = [];
   const deltaNames = target.columns.map((_, index) => `d${index}`);
+  // The first row names the columns; the rest follow them.
   const named = `SELECT ? AS id${deltaNames.map((name) => `, ? AS ${name}`).join('')}`;
-  const unnamed = `SELECT ?${deltaNames.map(() => ', ?').join('')}`;
   for (const row of rows) params.push(row.id, ...row.deltas);
-  const derived = [named, ...rows.slice(1).map(() => unnamed)].join(' UNION ALL ');
+  const others = rows.slice(1);
+  let derived = named;
+  if (others.length > 0 && rest === 'values') {
+    const tuple = `(?${deltaNames.map(() => ', ?').join('')})`;
+    derived += ` UNION ALL VALUES ${others.map(() => tuple).join(', ')}`;
+  } else if (others.length > 0) {
+    const unnamed = `SELECT ?${deltaNames.map(() => ', ?').join('')}`;
+    derived += others.map(() => ` UNION ALL ${unnamed}`).join('');
+  }
   const assignments = target.columns.map(
     (column, index) => `t.${column} = COALESCE(t.${column}, 0) + v.d${index}`,
   );

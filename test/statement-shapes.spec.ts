@@ -1,0 +1,76 @@
+import type { QueryRunner } from 'typeorm';
+import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { isMariaDbWithValues } from '../lib/sql/mysql.js';
+import type { CounterApp } from './support/counter-app.js';
+import { useCounterSuite } from './support/counter-suite.js';
+import { DATABASES, type DatabaseName } from './support/databases.js';
+import { Article } from './support/entities.js';
+import { articleCounts, insertArticles } from './support/rows.js';
+
+describe('which MySQL-family servers get the VALUES list', () => {
+  it.each([
+    ['10.11.19-MariaDB-0+deb12u1', true],
+    ['11.4.2-MariaDB', true],
+    ['10.3.3-MariaDB-log', true],
+    ['10.3.2-MariaDB', false],
+    ['10.2.44-MariaDB', false],
+    ['8.0.36', false],
+    ['8.4.3-standard', false],
+    // The prefix older MariaDB servers gave themselves for MySQL clients: read as 5.5.5, the safe form.
+    ['5.5.5-10.11.6-MariaDB', false],
+    ['', false],
+  ])('%s: %s', (version, expected) => {
+    expect(isMariaDbWithValues(version)).toBe(expected);
+  });
+});
+
+/** The statement each database's batch UPDATE is recognised by. */
+const UPDATE_SHAPES: Record<DatabaseName, RegExp> = {
+  postgres: /^UPDATE .* FROM unnest\(/s,
+  mariadb: /^UPDATE .* JOIN \(SELECT \? AS id, .* UNION ALL VALUES \(\?, \?(, \?)*\), \(/s,
+  sqlite: /^WITH v\(id, .*\) AS \(VALUES .*\) UPDATE /s,
+};
+
+// The batch UPDATE takes the shape measured fastest for the server it reaches (on MariaDB 10.3.3 and
+// later the derived table's rows as a VALUES list, asked of the server once), and stays exact.
+describe.each(DATABASES)('the batch UPDATE on %s', (database) => {
+  const suite = useCounterSuite(database, 'shapes', { shards: 2 });
+  let counter: CounterApp;
+  beforeAll(() => void (counter = suite.counter));
+  afterEach(() => vi.restoreAllMocks());
+
+  /** Every statement the module's transactions send, in order. */
+  function recordStatements(): string[] {
+    const sent: string[] = [];
+    const create = counter.dataSource.createQueryRunner.bind(counter.dataSource);
+    vi.spyOn(counter.dataSource, 'createQueryRunner').mockImplementation((mode) => {
+      const runner: QueryRunner = create(mode);
+      const query = runner.query.bind(runner);
+      runner.query = ((sql: string, ...rest: unknown[]) => {
+        sent.push(sql);
+        return (query as (...args: unknown[]) => unknown)(sql, ...rest);
+      }) as QueryRunner['query'];
+      return runner;
+    });
+    return sent;
+  }
+
+  it('adds the deltas of a batch of several rows in one statement of its shape', async () => {
+    const ids = await insertArticles(counter.dataSource, [10, 20, 30, 40, 50, 60]);
+    const sent = recordStatements();
+    // Two flushes: the server's version is asked at the first only.
+    for (const round of [1, 2]) {
+      for (const [i, id] of ids.entries()) await counter.counters.increment(Article, id, 'like_count', i + 1);
+      const report = await counter.counters.flush();
+      expect(report.error).toBeUndefined();
+      expect(report.rows).toBe(6);
+      const counts = await articleCounts(counter.dataSource, ids);
+      expect(ids.map((id) => counts.get(id)!.likes)).toEqual([10, 20, 30, 40, 50, 60].map((start, i) => start + round * (i + 1)));
+    }
+
+    const updates = sent.filter((sql) => /^(UPDATE|WITH)/.test(sql));
+    expect(updates.length).toBeGreaterThanOrEqual(2);
+    expect(updates.filter((sql) => !UPDATE_SHAPES[database].test(sql))).toEqual([]);
+    expect(sent.filter((sql) => /VERSION\(\)/i.test(sql))).toHaveLength(database === 'mariadb' ? 1 : 0);
+  });
+});
