@@ -10,6 +10,7 @@ import type { ResolvedCounterOptions } from './interfaces/counter-module-options
 import type { FlushReport } from './interfaces/flush-report.interface.js';
 import { CounterKeys, type ShardKeys } from './redis/keys.js';
 import { CounterStore, type BatchRow } from './redis/counter.store.js';
+import { flushWorkersOf } from './sql/counter-dialect.js';
 import { CounterDatabase, type DeltaBatch } from './sql/counter.database.js';
 
 interface ShardWork {
@@ -125,7 +126,7 @@ export class CounterFlusher implements OnApplicationBootstrap {
         );
       }
     };
-    await Promise.all(Array.from({ length: this.database.dialect.parallelTransactions }, worker));
+    await Promise.all(Array.from({ length: flushWorkersOf(this.database.dialect) }, worker));
     // A stopped flush gives back the leases of shards it would have come back to.
     const held = run.queue.filter((work) => work.holding);
     await Promise.all(held.map((work) => this.store.release(work.keys, run.token).catch(() => undefined)));

@@ -1,6 +1,9 @@
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { CounterDatabaseUnavailableError, CounterLedgerEntry } from '../lib/index.js';
 import { CounterKeys } from '../lib/redis/keys.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { QueryRunner } from 'typeorm';
+import { flushWorkersOf } from '../lib/sql/counter-dialect.js';
 import { CounterDatabase, type DeltaBatch } from '../lib/sql/counter.database.js';
 import type { CounterApp } from './support/counter-app.js';
 import { useCounterSuite } from './support/counter-suite.js';
@@ -58,11 +61,46 @@ describe.each(DATABASES)('batches of several shards in one transaction on %s', (
     const report = await counter.counters.flush();
     expect(report.error).toBeUndefined();
     expect(report).toMatchObject({ batches: 2 * SHARDS, rows: 20, recoveredBatches: 0, failedShards: 0 });
-    // 8 shards' batches in at most one transaction per worker: some transaction holds several.
-    expect(apply.mock.calls.length).toBeLessThanOrEqual(databaseService.dialect.parallelTransactions);
+    // 8 shards' batches in one transaction per worker: each worker takes shards until none are left.
+    expect(apply.mock.calls.length).toBe(flushWorkersOf(databaseService.dialect));
     const written = apply.mock.calls.flatMap(([batches]) => batchShards(batches));
     expect(written.sort()).toEqual([...shards].sort());
     expect(await ledgerRows()).toBe(ledgerBefore + 2 * SHARDS);
+    await expectExact(articleIds, remarkIds);
+  });
+
+  it('never runs more transactions at once than the database takes (one on SQLite)', async () => {
+    const { articleIds, remarkIds } = await dirtyRows();
+    const { dialect } = counter.app.get(CounterDatabase);
+    let open = 0;
+    let mostOpen = 0;
+    const watched = new WeakSet<QueryRunner>();
+    const createRunner = counter.dataSource.createQueryRunner.bind(counter.dataSource);
+    vi.spyOn(counter.dataSource, 'createQueryRunner').mockImplementation((mode) => {
+      const runner = createRunner(mode);
+      if (watched.has(runner)) return runner;
+      // SQLite's driver hands out one runner for every call: watch each runner once.
+      watched.add(runner);
+      const start = runner.startTransaction.bind(runner);
+      const commit = runner.commitTransaction.bind(runner);
+      const rollback = runner.rollbackTransaction.bind(runner);
+      vi.spyOn(runner, 'startTransaction').mockImplementation(async (level) => {
+        mostOpen = Math.max(mostOpen, ++open);
+        // Each transaction held open a moment: a worker free to start another one meanwhile would.
+        await sleep(20);
+        return start(level);
+      });
+      vi.spyOn(runner, 'commitTransaction').mockImplementation(() => commit().finally(() => open--));
+      vi.spyOn(runner, 'rollbackTransaction').mockImplementation(() => rollback().finally(() => open--));
+      return runner;
+    });
+
+    const report = await counter.counters.flush();
+    expect(report.error).toBeUndefined();
+    expect(report).toMatchObject({ batches: 2 * SHARDS, rows: 20, failedShards: 0 });
+    expect(mostOpen).toBeGreaterThanOrEqual(1);
+    expect(mostOpen).toBeLessThanOrEqual(dialect.parallelTransactions);
+    expect(open).toBe(0);
     await expectExact(articleIds, remarkIds);
   });
 
