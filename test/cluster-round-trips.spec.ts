@@ -2,14 +2,14 @@ import { generateMulti } from 'cluster-key-slot';
 import request from 'supertest';
 import type { App } from 'supertest/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { COUNTER_DEFAULTS } from '../lib/counter.constants.js';
+import { COUNTER_DEFAULTS, MAX_ROWS_PER_CALL } from '../lib/counter.constants.js';
 import { CounterKeys } from '../lib/redis/keys.js';
 import { startCounterApp, type CounterApp } from './support/counter-app.js';
 import { createTestDatabase, DATABASES, type TestDatabase } from './support/databases.js';
 import { Article } from './support/entities.js';
 import { LIVE_COUNTS_CONTROLLERS } from './support/live-counts.controller.js';
 import { deleteKeys, uniquePrefix } from './support/redis.js';
-import { RoundTrips } from './support/redis-traffic.js';
+import { RoundTrips, type RoundTrip } from './support/redis-traffic.js';
 import { slotOwners } from './support/slot-owners.js';
 import { inspectionClient, moduleClient, TOPOLOGIES } from './support/topologies.js';
 
@@ -17,9 +17,10 @@ import { inspectionClient, moduleClient, TOPOLOGIES } from './support/topologies
 const SHARDS = 64;
 const ROWS = 100;
 
-// A read of many rows costs one script call per slot touched (on a single Redis, one for all), sent as
-// one pipeline per Redis node that serves those shards: one round trip on a single Redis, at most one
-// per master on a cluster, never one per row (DESIGN.md: CounterInterceptor, G5).
+// A read of many rows costs one script call per slot touched (on a single Redis, one for all), sent in
+// one round trip per Redis node that serves those shards (a pipeline, or the call alone when it is the
+// only one): one on a single Redis, at most one per master on a cluster, never one per row (DESIGN.md:
+// CounterInterceptor, G5).
 describe.each(TOPOLOGIES)('round trips of a %s read of 100 rows', (topology) => {
   const prefix = uniquePrefix('trips');
   const redis = inspectionClient(topology);
@@ -69,16 +70,16 @@ describe.each(TOPOLOGIES)('round trips of a %s read of 100 rows', (topology) => 
     const slots = [...new Set(shardSlots)];
     const owner = await slotOwners(redis);
     const nodes = [...new Set(slots.map(owner))].sort();
-    return { shards, shardSlots, slots, owner, nodes };
+    return { shards, slots, owner, nodes };
   }
 
   /**
-   * Checks the traffic of one read, made of `steps` rounds of script calls: a `seed` step is one call
-   * per shard touched, a `read` step one call for all of them on a single Redis and one per shard (a
-   * script's keys share one slot) on a cluster. Each step is one pipeline per node.
+   * Checks the traffic of one read, made of `steps` rounds of script calls (`read`, then `seed` for rows
+   * Redis did not hold): each step is one call for all the shards touched on a single Redis and one per
+   * slot (a script's keys share one) on a cluster, in one round trip per node.
    */
-  async function expectOnePipelinePerNode(steps: Array<'read' | 'seed'>) {
-    const { shards, shardSlots, slots, owner, nodes } = await layout();
+  async function expectOneRoundTripPerNode(steps: Array<'read' | 'seed'>) {
+    const { shards, slots, owner, nodes } = await layout();
     // 64 shards in 16 slot groups (slotsPerEntity): the 100 rows touch more shards than slots, and a
     // read costs one call per slot.
     expect(slots.length).toBeLessThanOrEqual(COUNTER_DEFAULTS.slotsPerEntity);
@@ -90,24 +91,24 @@ describe.each(TOPOLOGIES)('round trips of a %s read of 100 rows', (topology) => 
     } else {
       expect(nodes).toHaveLength(1);
     }
-    const slotsOf = (step: 'read' | 'seed') => (step === 'read' ? slots : shardSlots);
-    const callsOf = (step: 'read' | 'seed') =>
-      step === 'read' && topology === 'standalone' ? 1 : step === 'read' ? slots.length : shards.length;
-    expect(roundTrips.single).toEqual([]);
-    expect(roundTrips.pipelines).toHaveLength(steps.length * nodes.length);
-    expect([...roundTrips.pipelineNodes].sort()).toEqual(nodes.flatMap((node) => Array(steps.length).fill(node)).sort());
-    expect(roundTrips.pipelines.flat()).toEqual(Array(steps.reduce((sum, step) => sum + callsOf(step), 0)).fill('evalsha'));
+    const callsPerStep = topology === 'standalone' ? 1 : slots.length;
+    const { trips } = roundTrips;
+    // A lone call on a cluster goes where ioredis routes it: to the owner of its keys' slot.
+    const nodeOf = (trip: RoundTrip) => trip.node ?? owner(generateMulti(trip.keys.flat()));
+    expect(trips).toHaveLength(steps.length * nodes.length);
+    expect(trips.map(nodeOf).sort()).toEqual(nodes.flatMap((node) => Array(steps.length).fill(node)).sort());
+    expect(trips.flatMap((trip) => trip.commands)).toEqual(Array(steps.length * callsPerStep).fill('evalsha'));
     if (topology === 'standalone') return;
-    // Each pipeline's script calls name keys of one shard each, all served by the node it went to.
-    const slotsSent = roundTrips.pipelineKeys.flatMap((commands, i) =>
-      commands.map((commandKeys) => {
+    // Each round trip's script calls name keys of one slot each, all served by the node it went to.
+    const slotsSent = trips.flatMap((trip) =>
+      trip.keys.map((commandKeys) => {
         const slot = generateMulti(commandKeys);
         expect(slot).toBeGreaterThanOrEqual(0);
-        expect(owner(slot)).toBe(roundTrips.pipelineNodes[i]);
+        expect(owner(slot)).toBe(nodeOf(trip));
         return slot;
       }),
     );
-    expect(slotsSent.sort((a, b) => a - b)).toEqual(steps.flatMap(slotsOf).sort((a, b) => a - b));
+    expect(slotsSent.sort((a, b) => a - b)).toEqual(steps.flatMap(() => slots).sort((a, b) => a - b));
   }
 
   const expectedValues = () =>
@@ -115,14 +116,14 @@ describe.each(TOPOLOGIES)('round trips of a %s read of 100 rows', (topology) => 
       articles.map((article) => [article.id, { like_count: likes.get(article.id)!, view_count: Number(article.viewCount) }]),
     );
 
-  it('getMany of unseeded rows: one read, then one seed per shard, one pipeline per node for each', async () => {
+  it('getMany of unseeded rows: one read, then one seed (one script call per slot each), one round trip per node for each', async () => {
     roundTrips.reset();
     const values = await counter.counters.getMany(Article, articles.map((article) => article.id));
     expect(values).toEqual(expectedValues());
-    await expectOnePipelinePerNode(['read', 'seed']);
+    await expectOneRoundTripPerNode(['read', 'seed']);
   });
 
-  it('getMany of seeded rows: one read (one script call per slot), one pipeline per node', async () => {
+  it('getMany of seeded rows: one read (one script call per slot), one round trip per node', async () => {
     for (const [index, by] of [[0, 3], [37, 5], [99, 7]] as const) {
       const id = articles[index].id;
       likes.set(id, likes.get(id)! + by);
@@ -131,10 +132,10 @@ describe.each(TOPOLOGIES)('round trips of a %s read of 100 rows', (topology) => 
     roundTrips.reset();
     const values = await counter.counters.getMany(Article, articles.map((article) => article.id));
     expect(values).toEqual(expectedValues());
-    await expectOnePipelinePerNode(['read']);
+    await expectOneRoundTripPerNode(['read']);
   });
 
-  it('the interceptor overlay of a 100-row page: one script call per slot, one pipeline per node', async () => {
+  it('the interceptor overlay of a 100-row page: one script call per slot, one round trip per node', async () => {
     roundTrips.reset();
     const { body } = await request(counter.app.getHttpServer() as App)
       .get(`/live/page?title=spread&page=1&size=${ROWS}`)
@@ -143,6 +144,55 @@ describe.each(TOPOLOGIES)('round trips of a %s read of 100 rows', (topology) => 
     expect((body.items as Article[]).map(({ id, likeCount, viewCount }) => [id, likeCount, Number(viewCount)])).toEqual(
       articles.map((article) => [article.id, likes.get(article.id), Number(article.viewCount)]),
     );
-    await expectOnePipelinePerNode(['read']);
+    await expectOneRoundTripPerNode(['read']);
+  });
+
+  it('a getMany of 600 rows: script calls of whole shards, at most 250 rows each', async () => {
+    const repository = counter.dataSource.getRepository(Article);
+    const more = await repository.save(
+      Array.from({ length: 500 }, (_, i) => repository.create({ title: 'more', likeCount: 7 * i, viewCount: 3 })),
+    );
+    const all = [...articles, ...more];
+    const keys = new CounterKeys(prefix, SHARDS);
+    const table = counter.dataSource.getMetadata(Article).tablePath;
+    const rowsPerShard = (rows: Article[]) => {
+      const counts = new Map<string, number>();
+      for (const { id } of rows) {
+        const generation = keys.shard(table, keys.shardOf(encodeURIComponent(String(id)))).generation;
+        counts.set(generation, (counts.get(generation) ?? 0) + 1);
+      }
+      return counts;
+    };
+    const [read, seeded] = [rowsPerShard(all), rowsPerShard(more)];
+    expect(Math.max(...read.values())).toBeLessThan(MAX_ROWS_PER_CALL);
+
+    roundTrips.reset();
+    const values = await counter.counters.getMany(Article, all.map((article) => article.id), ['like_count']);
+    expect(all.map((article) => values.get(article.id)!.like_count)).toEqual(
+      all.map((article) => likes.get(article.id) ?? article.likeCount),
+    );
+    // A read call names each shard's generation key; a seed call its generation and batch keys.
+    const calls = roundTrips.trips.flatMap((trip) => trip.keys);
+    const isSeed = (callKeys: string[]) => callKeys.some((key) => key.endsWith(':batch'));
+    const rowsOf = (callKeys: string[]) =>
+      callKeys.filter((key) => key.endsWith(':gen')).reduce((sum, key) => sum + (isSeed(callKeys) ? seeded : read).get(key)!, 0);
+    const readCalls = calls.filter((callKeys) => !isSeed(callKeys)).map(rowsOf);
+    const seedCalls = calls.filter(isSeed).map(rowsOf);
+    expect(readCalls.reduce((sum, rows) => sum + rows, 0)).toBe(600);
+    expect(seedCalls.reduce((sum, rows) => sum + rows, 0)).toBe(500);
+    expect(Math.max(...readCalls, ...seedCalls)).toBeLessThanOrEqual(MAX_ROWS_PER_CALL);
+    if (topology === 'standalone') {
+      // Calls are filled (not one per shard): each but the last is short of the limit by less than a shard.
+      const largestShard = Math.max(...read.values());
+      for (const rows of [readCalls, seedCalls]) {
+        expect(rows.length).toBeGreaterThanOrEqual(2);
+        expect(rows.slice(0, -1).filter((callRows) => callRows <= MAX_ROWS_PER_CALL - largestShard)).toEqual([]);
+      }
+    }
+    // Every shard's rows in one call: each shard's generation key named once per step.
+    for (const step of [calls.filter((callKeys) => !isSeed(callKeys)), calls.filter(isSeed)]) {
+      const named = step.flat().filter((key) => key.endsWith(':gen'));
+      expect(new Set(named).size).toBe(named.length);
+    }
   });
 });

@@ -61,8 +61,8 @@ interface Recorded extends SentCommand {
 // module's client is recorded, on each node connection, while every library path runs; the tests then
 // check the record. The
 // cluster refuses declared keys of several slots (CROSSSLOT) and undeclared keys of another node, but
-// Redis 7.0 runs a script that touches an undeclared key of another slot on the same node: the claim
-// and ack scripts build row keys from a prefix in ARGV, so those keys are rebuilt and checked too.
+// Redis 7.0 runs a script that touches an undeclared key of another slot on the same node: the claim,
+// ack, read and seed scripts build row keys from a prefix in ARGV, so those keys are rebuilt and checked too.
 describe.runIf(TOPOLOGIES.includes('cluster'))('hash slots of every command on a Redis Cluster', () => {
   const prefix = uniquePrefix('slots');
   const keys = new CounterKeys(prefix, SHARDS);
@@ -272,7 +272,7 @@ describe.runIf(TOPOLOGIES.includes('cluster'))('hash slots of every command on a
     expect(holding.filter(({ claim }) => replicasOf(claim.node!) === 0)).toEqual([]);
   });
 
-  it('keeps the row keys that claim, ack and read build from ARGV in the slot of their declared keys', () => {
+  it('keeps the row keys that claim, ack, read and seed build from ARGV in the slot of their declared keys', () => {
     const rebuilt: Array<{ script: string; declaredSlot: number; key: string }> = [];
     const idsOfBatch = new Map<string, string[]>();
     for (const claim of record.filter(({ script }) => script === 'nestjsCounterClaim')) {
@@ -310,7 +310,24 @@ describe.runIf(TOPOLOGIES.includes('cluster'))('hash slots of every command on a
       }
       expect(at).toBe(argv.length);
     }
+    // A seed names each shard's generation and batch keys and sends the TTL, then per shard: the
+    // generation read, row key prefix, n, k, k counter names, n encoded ids, n × k database values.
+    for (const seed of record.filter(({ script }) => script === 'nestjsCounterSeed')) {
+      const { keys: declared, argv } = scriptArguments(seed);
+      let at = 1;
+      for (let shard = 0; shard < declared.length; shard += 2) {
+        const [rowPrefix, rows, counters] = [argv[at + 1], Number(argv[at + 2]), Number(argv[at + 3])];
+        at += 4 + counters;
+        for (const id of argv.slice(at, at + rows)) {
+          rebuilt.push({ script: 'seed', declaredSlot: generateMulti(declared), key: rowPrefix + id });
+        }
+        at += rows * (1 + counters);
+      }
+      expect(at).toBe(argv.length);
+    }
     expect(rebuilt.filter(({ script }) => script === 'read').length).toBeGreaterThan(ARTICLES);
+    // Every row was seeded once: each article and remark, read before its first increment.
+    expect(rebuilt.filter(({ script }) => script === 'seed')).toHaveLength(ARTICLES + REMARKS);
     // Every claimed row was rebuilt: the first flush's, the crashed flush's, the crashed batch's again
     // when recovered, and the deleted row's (which its ack also names as missing).
     expect(rebuilt.filter(({ script }) => script === 'claim')).toHaveLength(

@@ -85,43 +85,49 @@ export class RedisTraffic {
   }
 }
 
-/** Counts round trips of one ioredis client (`Redis` or `Cluster`): pipelines executed and single commands. */
+/** One round trip: an executed pipeline, or a command sent alone. */
+export interface RoundTrip {
+  /** Its commands by name, in order. */
+  commands: string[];
+  /** The keys of each of its commands. */
+  keys: string[][];
+  /** The node (`host:port`) it went to; undefined for a lone command that a cluster routed on its own. */
+  node?: string;
+  pipelined: boolean;
+}
+
+/**
+ * Counts round trips of one ioredis client (`Redis` or `Cluster`): every executed pipeline, and every
+ * command sent alone that names a key under the prefix.
+ */
 export class RoundTrips {
-  /** Commands (by name) per executed pipeline, in order. */
-  readonly pipelines: string[][] = [];
-  /** The node (`host:port`) each pipeline of `pipelines` went to. */
-  readonly pipelineNodes: string[] = [];
-  /** The keys of each command of each pipeline, as `pipelines`. */
-  readonly pipelineKeys: string[][][] = [];
-  /** Commands sent one by one (not in a pipeline) that name a key under the prefix. */
-  readonly single: string[][] = [];
-  private current = new WeakMap<object, number>();
+  /** In the order sent. */
+  readonly trips: RoundTrip[] = [];
+  private current = new WeakMap<object, RoundTrip>();
   private readonly restore: () => void;
 
   constructor(client: AnyRedis, prefix: string) {
     this.restore = tapCommands(client, (command) => {
       if (!command.pipeline) {
-        if (command.args.some((arg) => arg.startsWith(`${prefix}:`))) this.single.push([command.name, ...command.args]);
+        if (command.args.some((arg) => arg.startsWith(`${prefix}:`))) {
+          this.trips.push({ commands: [command.name], keys: [command.keys], node: command.node, pipelined: false });
+        }
         return;
       }
       // Each execution of a pipeline (a resend after a redirection too) is a round trip of its own.
-      let index = this.current.get(command.pipeline);
-      if (index === undefined) {
-        index = this.pipelines.push([]) - 1;
-        this.pipelineNodes.push(command.node ?? '?');
-        this.pipelineKeys.push([]);
-        this.current.set(command.pipeline, index);
+      let trip = this.current.get(command.pipeline);
+      if (!trip) {
+        trip = { commands: [], keys: [], node: command.node ?? '?', pipelined: true };
+        this.trips.push(trip);
+        this.current.set(command.pipeline, trip);
       }
-      this.pipelines[index].push(command.name);
-      this.pipelineKeys[index].push(command.keys);
+      trip.commands.push(command.name);
+      trip.keys.push(command.keys);
     });
   }
 
   reset(): void {
-    this.pipelines.length = 0;
-    this.pipelineNodes.length = 0;
-    this.pipelineKeys.length = 0;
-    this.single.length = 0;
+    this.trips.length = 0;
     this.current = new WeakMap();
   }
 

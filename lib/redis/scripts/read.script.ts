@@ -5,7 +5,9 @@
  *
  * KEYS, per shard: its generation.
  * ARGV, per shard (same order): its row key prefix, the number n of its rows, the number k of
- * counters, the k counter names, the n encoded row ids. The row keys are built here from the prefix
+ * counters, the k counter names, the n encoded row ids. k is 0 for the counters of the shard before
+ * (a page's shards are mostly of one entity: 54 shards of a 100-row page sent their 3 names once
+ * instead of 54 times). The row keys are built here from the prefix
  * (so they are in the slot of the shard's generation key, like every key of the shard): sent whole as
  * KEYS, 100 row keys made the request about twice as long, and on a cluster ioredis hashes every
  * declared key to route the call.
@@ -20,12 +22,14 @@
  * The generation lets a later seed detect a flush acknowledged in between.
  */
 export const READ_LUA = `
-local out, arg = {}, 1
+local out, arg, names, k = {}, 1, {}, 0
 for key = 1, #KEYS do
-  local prefix, rows, k = ARGV[arg], tonumber(ARGV[arg + 1]), tonumber(ARGV[arg + 2])
-  local names = {}
-  for j = 1, k do names[j] = 'v:' .. ARGV[arg + 2 + j] end
-  arg = arg + 3 + k
+  local prefix, rows, counters = ARGV[arg], tonumber(ARGV[arg + 1]), tonumber(ARGV[arg + 2])
+  if counters > 0 then
+    k, names = counters, {}
+    for j = 1, k do names[j] = 'v:' .. ARGV[arg + 2 + j] end
+  end
+  arg = arg + 3 + counters
   local generationAt, missing = #out + 1, false
   out[generationAt] = ''
   for i = arg, arg + rows - 1 do
