@@ -14,6 +14,24 @@ import { benchPrefix, deleteKeys, inspectionClient, type Topology } from '../har
 const CONCURRENCIES = [1, 50, 200];
 /** Turns each side takes at each concurrency (see measureIncrements). */
 const SLICES = 5;
+/**
+ * Where the floor side runs too: at concurrency 1 nothing is batched, so every increment is one script
+ * call, and the floor shows what any one-script increment costs against INCR on this machine.
+ */
+const FLOOR_CONCURRENCY = 1;
+
+/**
+ * The least a Lua increment can do, sent through the same kind of client: read the row's value (is it
+ * there? within bounds?) and write it back with the pending delta. Two commands, no checks, no dirty
+ * set: the library's single-change script with its bookkeeping taken out.
+ */
+const FLOOR_LUA = `
+local values = redis.call('HMGET', KEYS[1], ARGV[1], ARGV[2])
+local value = (tonumber(values[1]) or 0) + ARGV[3]
+redis.call('HSET', KEYS[1], ARGV[1], value, ARGV[2], (tonumber(values[2]) or 0) + ARGV[3])
+return value
+`;
+type FloorClient = Redis & { benchFloorIncrement(key: string, live: string, pending: string, by: number): Promise<number> };
 
 /** One side's closed loops, added up over its turns. */
 interface SideTotals {
@@ -58,6 +76,12 @@ function figuresOf(totals: SideTotals) {
     errors: totals.errors,
     firstError: totals.firstError,
   };
+}
+
+/** The raw client, able to send the floor script (by SHA, loaded again on NOSCRIPT as the module does). */
+function floorClient(client: Redis): FloorClient {
+  if (!('benchFloorIncrement' in client)) client.defineCommand('benchFloorIncrement', { numberOfKeys: 1, lua: FLOOR_LUA });
+  return client as FloorClient;
 }
 
 /** Picks the row of an operation: spread over all rows, so no single hash dominates. */
@@ -114,8 +138,9 @@ export async function measureIncrements(context: BenchContext, topology: Topolog
         };
         const baselineTotals = sideTotals();
         const libraryTotals = sideTotals();
-        // The two sides in turns, a slice of the time each, so that drift in the machine's speed falls
-        // on both alike (at concurrency 1 it moved either side by ±30% from one run to the next).
+        const floorTotals = concurrency === FLOOR_CONCURRENCY && topology === 'standalone' ? sideTotals() : undefined;
+        // The sides in turns, a slice of the time each, so that drift in the machine's speed falls on
+        // all alike (at concurrency 1 it moved either side by ±30% from one run to the next).
         for (let i = 0; i < SLICES; i++) {
           const warmupMs = i === 0 ? context.warmupMs : context.warmupMs / SLICES;
           await slice(baselineTotals, 'incr', warmupMs, (worker, sequence) =>
@@ -124,15 +149,22 @@ export async function measureIncrements(context: BenchContext, topology: Topolog
           await slice(libraryTotals, 'evalsha', warmupMs, (worker, sequence) =>
             bench.counters.increment(BenchPost, rowOf(rows, worker, sequence), 'like_count'),
           );
+          if (floorTotals) {
+            await slice(floorTotals, 'evalsha', warmupMs, (worker, sequence) =>
+              floorClient(raw.client as Redis).benchFloorIncrement(`${prefix}:floor:${rowOf(rows, worker, sequence)}`, 'v:like_count', 'p:like_count', 1),
+            );
+          }
         }
         const baseline = figuresOf(baselineTotals);
         const library = figuresOf(libraryTotals);
-        for (const side of [baseline, library]) {
+        const floor = floorTotals && figuresOf(floorTotals);
+        for (const side of floor ? [baseline, library, floor] : [baseline, library]) {
           if (side.errors > 0) throw new Error(`${side.errors} operations failed at concurrency ${concurrency}: ${side.firstError}`);
         }
         context.log(
           `concurrency ${concurrency}: library ${Math.round(library.opsPerSec)}/s p99 ${library.p99Ms.toFixed(3)} ms, ` +
-            `INCR ${Math.round(baseline.opsPerSec)}/s p99 ${baseline.p99Ms.toFixed(3)} ms`,
+            `INCR ${Math.round(baseline.opsPerSec)}/s p99 ${baseline.p99Ms.toFixed(3)} ms` +
+            (floor ? `, floor script ${Math.round(floor.opsPerSec)}/s` : ''),
         );
         results.push({
           label: `${topology}, concurrency ${concurrency}`,
@@ -148,6 +180,13 @@ export async function measureIncrements(context: BenchContext, topology: Topolog
                   'Redis µs/op (INCR)': baseline.redisUs,
                   'Redis CPU µs/op (library)': library.redisCpuUs,
                   'Redis CPU µs/op (INCR)': baseline.redisCpuUs,
+                }
+              : {}),
+            ...(floor
+              ? {
+                  'floor script/s': floor.opsPerSec,
+                  'floor ÷ INCR': floor.opsPerSec / baseline.opsPerSec,
+                  'Redis µs/op (floor)': floor.redisUs,
                 }
               : {}),
           },
@@ -182,6 +221,7 @@ export const incrementPath: BenchScenario = {
       checks,
       notes: [
         `Both sides run in this one Node process, closed loop: each of the N clients sends its next operation when the last one answered. The sides take turns, ${SLICES} slices of the measured time each, so that drift in the machine's speed falls on both alike.`,
+        `Floor (concurrency ${FLOOR_CONCURRENCY}): a bare two-command script (HMGET, then HSET of the value and the pending delta, on hashes of its own) through the same kind of client, in the same turns: the least any increment made of one Lua script call costs, the library's bookkeeping (bounds, dirty set, unseeded rows) taken out. Floor ÷ INCR is the best ratio a one-script increment reaches in this run; it is a reference, not a target.`,
         'App CPU µs/op: this process\'s CPU time (user + system) per operation over the measured window. Increments per script call: the library sends the increments requested in one turn of the event loop in one EVALSHA. Redis µs/op: the server\'s own time in EVALSHA or INCR (INFO commandstats), without network and I/O, per increment. Redis CPU µs/op: the server process\'s whole CPU time (its I/O included, from /proc) per increment.',
       ],
     };

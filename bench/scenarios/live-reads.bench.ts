@@ -306,7 +306,8 @@ export const liveReads: BenchScenario = {
           '(one of each per iteration) so that other load on the machine falls on both alike.',
         `Round trips: counted on the module's own ioredis client over ${COUNTED_CALLS} untimed calls (every command it sends; ` +
           'an executed pipeline counts once). Slot groups: the distinct masters serving the shards of the page\'s rows, per ' +
-          '`CLUSTER SLOTS`. Commands/call: script calls, one per shard touched (per read, and per seed on a cold page).',
+          '`CLUSTER SLOTS`. Commands/call: script calls, one per slot touched on a cluster and one per page on a single Redis, ' +
+          'for the read and again for the seed on a cold page.',
         'Every overlaid value was checked against what Redis holds (the `v:` field per counter), read with a separate client.',
         'Cold page (no target in the issue): rows Redis has never seen, a new page per call, so each call reads Redis, reads ' +
           'the database once and seeds Redis.',

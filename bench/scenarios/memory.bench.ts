@@ -243,14 +243,14 @@ function notes(m: Measured): string[] {
     'Standalone Redis and SQLite: its table path is `bench_post`, as a user\'s (a PostgreSQL schema of the run\'s own would ' +
       `lengthen every key). Key prefix \`${m.prefix}\`: unused on the server and as long as the default \`ctr\`, so keys are as ` +
       `long as a user's, e.g. \`${m.sample}\`. Module defaults (64 shards) except flushing, which is off (scheduled and on shutdown).`,
-    `Row hash clean: ${m.cleanRow}; dirty: ${m.dirtyRow} (six fields: b: and p: per counter). One shard's dirty set ` +
+    `Row hash clean: ${m.cleanRow}; dirty: ${m.dirtyRow} (six fields: v: and p: per counter). One shard's dirty set ` +
       `(about ${Math.round(m.rows / 64).toLocaleString('en-US')} members): ${m.dirtySet}.`,
     'MEMORY USAGE counts the key, its value and its main-dictionary entry, not the main dictionary\'s bucket slot (8–16 bytes ' +
       'per key) nor, for a key with a TTL (every clean row), its expires-dictionary entry (a 24-byte dictEntry plus 8–16 bytes ' +
       `of buckets). used_memory Δ includes them (clean: ${round(m.cleanGrowth - m.clean.total)} bytes per row above MEMORY USAGE ` +
       'in this run), but the server is shared with other users: approximate. The dirty row\'s Δ is loading plus changing.',
-    `What-if, measured in this run: the same clean hash with counters named by position (\`b:0\`, \`b:1\`, \`b:2\` instead of ` +
-      `\`b:like_count\` …) takes ${round(m.positionalFields)} bytes per row instead of ${round(m.clean.rowHash)}.`,
+    `What-if, measured in this run: the same clean hash with counters named by position (\`v:0\`, \`v:1\`, \`v:2\` instead of ` +
+      `\`v:like_count\` …) takes ${round(m.positionalFields)} bytes per row instead of ${round(m.clean.rowHash)}.`,
     `Baseline used_memory Δ: ${round(m.baseline.usedMemoryPerRow)} bytes per row (three keys, no TTL). A hand-rolled layout ` +
       'that flushed to SQL would also need some record of dirty rows, not included.',
   ];
