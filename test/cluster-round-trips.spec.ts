@@ -9,7 +9,7 @@ import { createTestDatabase, DATABASES, type TestDatabase } from './support/data
 import { Article } from './support/entities.js';
 import { LIVE_COUNTS_CONTROLLERS } from './support/live-counts.controller.js';
 import { deleteKeys, uniquePrefix } from './support/redis.js';
-import { RoundTrips, type RoundTrip } from './support/redis-traffic.js';
+import { nodeOfTrip, RoundTrips, type RoundTrip } from './support/redis-traffic.js';
 import { slotOwners } from './support/slot-owners.js';
 import { inspectionClient, moduleClient, TOPOLOGIES } from './support/topologies.js';
 
@@ -93,8 +93,7 @@ describe.each(TOPOLOGIES)('round trips of a %s read of 100 rows', (topology) => 
     }
     const callsPerStep = topology === 'standalone' ? 1 : slots.length;
     const { trips } = roundTrips;
-    // A lone call on a cluster goes where ioredis routes it: to the owner of its keys' slot.
-    const nodeOf = (trip: RoundTrip) => trip.node ?? owner(generateMulti(trip.keys.flat()));
+    const nodeOf = (trip: RoundTrip) => nodeOfTrip(trip, owner);
     expect(trips).toHaveLength(steps.length * nodes.length);
     expect(trips.map(nodeOf).sort()).toEqual(nodes.flatMap((node) => Array(steps.length).fill(node)).sort());
     expect(trips.flatMap((trip) => trip.commands)).toEqual(Array(steps.length * callsPerStep).fill('evalsha'));

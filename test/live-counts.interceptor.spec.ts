@@ -8,7 +8,7 @@ import { createTestDatabase, type TestDatabase } from './support/databases.js';
 import { Article, Remark } from './support/entities.js';
 import { LIVE_COUNTS_CONTROLLERS } from './support/live-counts.controller.js';
 import { deleteKeys, uniquePrefix, type AnyRedis } from './support/redis.js';
-import { RedisTraffic, RoundTrips, type RoundTrip } from './support/redis-traffic.js';
+import { nodeOfTrip, RedisTraffic, RoundTrips, type RoundTrip } from './support/redis-traffic.js';
 import { slotOwners } from './support/slot-owners.js';
 import { inspectionClient, moduleClient, TARGETS, unreachableClient } from './support/topologies.js';
 
@@ -306,8 +306,7 @@ describe.each(TARGETS)('live counts interceptor on %s, %s', (databaseName, topol
     // And they went out in one round trip per node that serves a touched shard (a pipeline, or the call
     // alone when it is the only one), all at once on a single Redis.
     const { trips } = roundTrips;
-    // A lone call on a cluster goes where ioredis routes it: to the owner of its keys' slot.
-    const nodeOf = (trip: RoundTrip) => trip.node ?? owner(calculateSlot(trip.keys.flat()[0]));
+    const nodeOf = (trip: RoundTrip) => nodeOfTrip(trip, owner);
     expect(trips.map(nodeOf).sort()).toEqual(expectedNodes);
     if (topology === 'standalone') expect(trips).toHaveLength(1);
     expect(trips.flatMap((trip) => trip.commands)).toEqual(perCommand.map(() => 'evalsha'));

@@ -71,10 +71,10 @@ function joinedDeltas(target: DeltaTarget, rows: DeltaRow[], rest: 'select' | 'v
   for (const row of rows) params.push(row.id, ...row.deltas);
   const others = rows.slice(1);
   let derived = named;
-  if (others.length > 0 && rest === 'values') {
+  if (rest === 'values' && others.length > 0) {
     const tuple = `(?${deltaNames.map(() => ', ?').join('')})`;
     derived += ` UNION ALL VALUES ${others.map(() => tuple).join(', ')}`;
-  } else if (others.length > 0) {
+  } else {
     const unnamed = `SELECT ?${deltaNames.map(() => ', ?').join('')}`;
     derived += others.map(() => ` UNION ALL ${unnamed}`).join('');
   }

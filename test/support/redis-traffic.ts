@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { generateMulti } from 'cluster-key-slot';
 import type { Redis } from 'ioredis';
 import { tapCommands } from './command-tap.js';
 import { isCluster, masters, type AnyRedis } from './redis.js';
@@ -94,6 +95,14 @@ export interface RoundTrip {
   /** The node (`host:port`) it went to; undefined for a lone command that a cluster routed on its own. */
   node?: string;
   pipelined: boolean;
+}
+
+/**
+ * The node a round trip went to. A lone command on a cluster goes where ioredis routes it: to `owner`
+ * of its keys' slot (`slotOwners`).
+ */
+export function nodeOfTrip(trip: RoundTrip, owner: (slot: number) => string): string {
+  return trip.node ?? owner(generateMulti(trip.keys.flat()));
 }
 
 /**
