@@ -142,14 +142,18 @@ export class CounterFlusher implements OnApplicationBootstrap {
     return report;
   }
 
-  /** Claims batches of shards from the queue until they hold `flushBatchSize` rows (or the queue is empty). */
+  /**
+   * Claims batches of shards from the queue until they hold `flushBatchSize` rows (or the queue is
+   * empty). Each shard gives up to `flushBatchSize` rows: a claim of a whole shard is far cheaper than
+   * a claim of part of one (see claim.script.ts), so a group may hold up to one shard's batch more.
+   */
   private async claimGroup(run: FlushRun): Promise<ClaimedBatch[]> {
     const group: ClaimedBatch[] = [];
     let rows = 0;
     while (rows < this.options.flushBatchSize && !run.stopped()) {
       const work = run.queue.pop();
       if (!work) break;
-      const claimed = await this.claimShard(run, work, this.options.flushBatchSize - rows).catch((error: Error) =>
+      const claimed = await this.claimShard(run, work, this.options.flushBatchSize).catch((error: Error) =>
         this.shardFailed(run, work, error),
       );
       if (!claimed) continue;
@@ -174,7 +178,6 @@ export class CounterFlusher implements OnApplicationBootstrap {
       leaseMs: this.options.flushLeaseMs,
       batchId: randomUUID(),
       limit,
-      ttlSeconds: this.options.cleanRowTtlSeconds,
     });
     if (this.lostData(work, claim, seenBefore)) run.lostShards++;
     if (claim.kind === 'busy') {
@@ -186,8 +189,8 @@ export class CounterFlusher implements OnApplicationBootstrap {
       return undefined;
     }
     work.holding = true;
-    if (claim.rows.length === 0) {
-      // Every claimed delta netted to zero: nothing to write.
+    if (claim.batchId === '') {
+      // Every claimed delta netted to zero: the claim kept no batch.
       if (claim.more) run.queue.unshift(work);
       else await this.releaseShard(run, work);
       return undefined;
@@ -198,16 +201,16 @@ export class CounterFlusher implements OnApplicationBootstrap {
       more: claim.more,
       ...this.toDeltaBatch(work, claim.batchId, claim.counters, claim.rows),
     };
+    // Only counters removed from the entity since: nothing to write, the ack clears them.
+    if (claimed.batch.rows.length === 0) {
+      await this.acknowledge(run, claimed, []);
+      return undefined;
+    }
     if (claim.recovered) {
       // Left behind by a flusher that may have written it, or may be writing it right now: on its own.
       run.report.recoveredBatches++;
       if (await this.database.isBatchApplied(claim.batchId)) await this.acknowledge(run, claimed, []);
       else await this.writeGroup(run, [claimed]);
-      return undefined;
-    }
-    // Only counters removed from the entity since: nothing to write, the ack clears them.
-    if (claimed.batch.rows.length === 0) {
-      await this.acknowledge(run, claimed, []);
       return undefined;
     }
     return claimed;
@@ -243,7 +246,8 @@ export class CounterFlusher implements OnApplicationBootstrap {
   private async acknowledge(run: FlushRun, claimed: ClaimedBatch, missingIds: Array<string | number>): Promise<void> {
     const { work, batch, more } = claimed;
     const missing = missingIds.map((id) => claimed.encodedIdOf.get(String(id))!);
-    const acknowledged = await this.store.ack(work.keys, batch.batchId, run.token, !more, missing);
+    const counters = work.entity.counters.map((counter) => counter.name);
+    const acknowledged = await this.store.ack(work.keys, batch.batchId, run.token, !more, counters, missing);
     // The ack moved the generation on by one (others can only have moved it further).
     if (acknowledged) this.recordGeneration(work, claimed.generation + 1);
     if (more) run.queue.unshift(work);

@@ -33,7 +33,7 @@ import { CounterDatabase } from './sql/counter.database.js';
       provide: CounterStore,
       // A claim's WAIT for the replicas must end well within the command timeout.
       useFactory: (redis: CounterRedisHandle, options: ResolvedCounterOptions) =>
-        new CounterStore(redis.client, Math.floor(options.redisCommandTimeoutMs / 2)),
+        new CounterStore(redis.client, Math.floor(options.redisCommandTimeoutMs / 2), options.cleanRowTtlSeconds),
       inject: [CounterRedisHandle, COUNTER_OPTIONS],
     },
     {

@@ -131,7 +131,6 @@ export class CounterReader {
         counters: group.entity.counters.map((counter) => counter.name),
         databaseValues: group.rows.map((row) => databaseValues.get(row.slotKey)!),
       })),
-      this.options.cleanRowTtlSeconds,
     );
     const retry: PendingRow[] = [];
     groups.forEach((group, g) =>

@@ -172,3 +172,34 @@ describe.each(DATABASES)('a stopped flush on %s', (database) => {
     expect(ids.map((id) => stored.get(id)!.likes)).toEqual(ids.map(() => 2));
   });
 });
+
+// A shard with no more dirty rows than a batch takes is claimed whole; a larger one gives its oldest
+// rows first, so that none waits behind newer ones.
+describe.each(DATABASES)('claims of a shard larger than a batch on %s', (database) => {
+  const suite = useCounterSuite(database, 'oldest', { shards: 1, flushBatchSize: 3 });
+  afterEach(() => vi.restoreAllMocks());
+
+  it('writes its rows oldest first, a batch at a time, each change once', async () => {
+    const { counters, dataSource, app } = suite.counter;
+    const ids = await insertArticles(dataSource, Array.from({ length: 7 }, () => 0));
+    // Each row becomes dirty a few ms after the one before (the dirty set orders rows by that time);
+    // later changes of a row do not move it back.
+    const order = [ids[4], ids[0], ids[6], ids[2], ids[5], ids[1], ids[3]];
+    for (const id of order) {
+      await counters.increment(Article, id, 'like_count', 2);
+      await sleep(3);
+    }
+    for (const id of ids) await counters.increment(Article, id, 'view_count', 1);
+
+    const apply = vi.spyOn(app.get(CounterDatabase), 'applyBatches');
+    const report = await counters.flush();
+    expect(report.error).toBeUndefined();
+    expect([report.batches, report.rows]).toEqual([3, 7]);
+    const written = apply.mock.calls.flatMap(([batches]) => batches.map((batch) => batch.rows.map((row) => Number(row.id))));
+    const sortedIds = (chunk: number[]) => [...chunk].sort((a, b) => a - b);
+    expect(written.map(sortedIds)).toEqual([order.slice(0, 3), order.slice(3, 6), order.slice(6)].map(sortedIds));
+    const stored = await articleCounts(dataSource, ids);
+    expect(ids.map((id) => stored.get(id))).toEqual(ids.map(() => ({ likes: 2, views: 1 })));
+    expect((await counters.status()).pendingRows).toBe(0);
+  });
+});

@@ -58,7 +58,8 @@ describe.each(TOPOLOGIES)('increments batched per turn of the event loop on %s',
       const { keys, argv } = scriptArguments(command);
       if (script === 'nestjsCounterIncrement') return [{ script, keys, changes: 1, command }];
       let changes = 0;
-      for (let at = 0; at < argv.length; at += 2 + 4 * Number(argv[at + 1])) changes += Number(argv[at + 1]);
+      // argv[0] is the row TTL; then per row its id, its number of changes and 4 values per change.
+      for (let at = 1; at < argv.length; at += 2 + 4 * Number(argv[at + 1])) changes += Number(argv[at + 1]);
       return [{ script, keys, changes, command }];
     });
   }
@@ -118,8 +119,8 @@ describe.each(TOPOLOGIES)('increments batched per turn of the event loop on %s',
     const values = await Promise.all(Array.from({ length: n }, () => counter.counters.increment(Article, article.id, 'like_count')));
     expect([...values].sort((a, b) => a - b)).toEqual(Array.from({ length: n }, (_, i) => 101 + i));
     expect(incrementCalls(from).map((call) => call.changes)).toEqual([MAX_CHANGES_PER_CALL, MAX_CHANGES_PER_CALL, 7]);
-    // A hot row's changes in one call are written with one HINCRBY: the row holds their sum.
-    expect(await redis.hget(rowKeyOf(article.id), 'p:like_count')).toBe(String(n));
+    // A hot row's changes in one call are written with one HINCRBY: its shard's pending hash holds their sum.
+    expect(await redis.hget(shardOf(article.id).pending, `${article.id} like_count`)).toBe(String(n));
     expect(await counter.counters.get(Article, article.id, 'like_count')).toBe(100 + n);
   });
 

@@ -146,13 +146,15 @@ describe.each(DATABASES)('module wiring on %s', (databaseName) => {
     const keys = new CounterKeys(prefix, 3);
     const encoded = encodeURIComponent(String(article.id));
     const shard = keys.shard(reader.getMetadata(Article).tablePath, keys.shardOf(encoded));
-    expect(await redis.hgetall(shard.row(encoded))).toEqual({ 'v:like_count': '7', 'v:view_count': '40', 'p:like_count': '3' });
+    expect(await redis.hgetall(shard.row(encoded))).toEqual({ 'v:like_count': '7', 'v:view_count': '40' });
+    expect(await redis.hgetall(shard.pending)).toEqual({ [`${encoded} like_count`]: '3' });
     expect(await redis.zrange(shard.dirty, '0', '-1')).toEqual([encoded]);
-    // Besides the row and its dirty set: one generation key per shard of each entity, marked at bootstrap.
+    // Besides the row, its shard's pending hash and dirty set: one generation key per shard of each
+    // entity, marked at bootstrap.
     const generations = [Article, Remark, Badge].flatMap((entity) =>
       keys.shardsOf(reader.getMetadata(entity).tablePath).map((each) => each.generation),
     );
-    expect((await scanKeys(redis, prefix)).sort()).toEqual([shard.dirty, shard.row(encoded), ...generations].sort());
+    expect((await scanKeys(redis, prefix)).sort()).toEqual([shard.dirty, shard.pending, shard.row(encoded), ...generations].sort());
 
     const handle = app.get(CounterRedisHandle);
     expect(handle.owned).toBe(true);

@@ -76,8 +76,7 @@ describe.each(TARGETS)('seeding racing a flush on %s, %s', (database, topology) 
     expect((await writer.counters.flush()).error?.message).toBe('crashed before the ack');
     vi.restoreAllMocks();
     expect((await articleCounts(reader.dataSource, [id])).get(id)!.likes).toBe(27);
-    // The claim gave the row the TTL of a clean row (its deltas are in the batch), and it expires
-    // (TTL 1 s): seeding 27 now would count the in-flight 7 twice.
+    // The row expires (TTL 1 s) while its +7 is in flight: seeding 27 now would count it twice.
     await expect.poll(() => redis.exists(rowKey(id)), { timeout: 5_000, interval: 100 }).toBe(0);
     await expect(reader.counters.increment(Article, id, 'like_count')).rejects.toBeInstanceOf(CounterSeedContentionError);
     await expect(reader.counters.get(Article, id, 'like_count')).rejects.toBeInstanceOf(CounterSeedContentionError);
@@ -92,6 +91,23 @@ describe.each(TARGETS)('seeding racing a flush on %s, %s', (database, topology) 
     expect(await reader.counters.increment(Article, id, 'like_count')).toBe(28);
     expect((await reader.counters.flush()).error).toBeUndefined();
     expect((await articleCounts(reader.dataSource, [id])).get(id)!.likes).toBe(28);
+  });
+
+  it('seeds a row that expired with changes pending from the database value plus them', async () => {
+    const [id] = await insertArticles(reader.dataSource, [10]);
+    expect(await writer.counters.increment(Article, id, 'like_count', 5)).toBe(15);
+    expect(await writer.counters.increment(Article, id, 'like_count', 2)).toBe(17);
+    // The row is a cache (TTL 1 s) even with changes pending: they wait in the shard's pending hash.
+    await expect.poll(() => redis.exists(rowKey(id)), { timeout: 5_000, interval: 100 }).toBe(0);
+    expect((await articleCounts(reader.dataSource, [id])).get(id)).toEqual({ likes: 10, views: 0 });
+
+    // Database 10 + pending 7 for like_count; database 0 + nothing pending for view_count.
+    expect(await reader.counters.increment(Article, id, 'view_count', 3)).toBe(3);
+    expect(await reader.counters.get(Article, id, 'like_count')).toBe(17);
+    expect(await reader.counters.increment(Article, id, 'like_count')).toBe(18);
+    expect((await reader.counters.flush()).error).toBeUndefined();
+    expect((await articleCounts(reader.dataSource, [id])).get(id)).toEqual({ likes: 18, views: 3 });
+    expect(await writer.counters.getMany(Article, [id])).toEqual(new Map([[id, { like_count: 18, view_count: 3 }]]));
   });
 
   it('stays exact while reads seed expiring rows during concurrent increments and flushes', async () => {

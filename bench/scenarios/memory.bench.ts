@@ -99,7 +99,7 @@ function layoutOf(bench: BenchApp, rows: number): Layout {
     return keys.shard(entity.key, keys.shardOf(encoded)).row(encoded);
   });
   const shards = keys.shardsOf(entity.key);
-  const shardKeys = shards.flatMap((shard) => [shard.dirty, shard.lease, shard.batch, shard.generation]);
+  const shardKeys = shards.flatMap((shard) => [shard.dirty, shard.pending, shard.lease, shard.batch, shard.generation]);
   return { rowKeys, shardKeys, dirtySets: shards.map((shard) => shard.dirty) };
 }
 

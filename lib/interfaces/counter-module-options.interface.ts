@@ -55,8 +55,10 @@ export interface CounterModuleOptions {
    */
   flushIntervalMs?: number;
   /**
-   * Rows claimed and written per batch (one UPDATE statement, one transaction).
-   * @default 500
+   * Rows a flush worker gathers from one or more shards before it writes them in one transaction (one
+   * UPDATE statement per table). A shard gives at most this many rows per claim, so a transaction holds
+   * fewer than twice this many.
+   * @default 1000
    */
   flushBatchSize?: number;
   /**
@@ -76,7 +78,9 @@ export interface CounterModuleOptions {
    */
   flushMaxBackoffMs?: number;
   /**
-   * Seconds a row with nothing left to flush stays cached in Redis after its last write or seed.
+   * Seconds a row stays cached in Redis after it was seeded or first changed since the last flush.
+   * Changes still waiting for a flush never expire with it: they are kept per shard, and a row read
+   * again is seeded from the database value plus them.
    * @default 3600
    */
   cleanRowTtlSeconds?: number;

@@ -19,12 +19,12 @@ type Arg = string | number;
 
 /** The scripts, registered once per client with `defineCommand` (sent by SHA, loaded on NOSCRIPT). */
 const SCRIPTS = {
-  nestjsCounterIncrement: { lua: INCREMENT_ONE_LUA, numberOfKeys: 3 },
+  nestjsCounterIncrement: { lua: INCREMENT_ONE_LUA, numberOfKeys: 4 },
   nestjsCounterIncrementMany: { lua: INCREMENT_MANY_LUA },
   nestjsCounterRead: { lua: READ_LUA },
   nestjsCounterSeed: { lua: SEED_LUA },
-  nestjsCounterClaim: { lua: CLAIM_LUA, numberOfKeys: 4 },
-  nestjsCounterAck: { lua: ACK_LUA, numberOfKeys: 4 },
+  nestjsCounterClaim: { lua: CLAIM_LUA, numberOfKeys: 5 },
+  nestjsCounterAck: { lua: ACK_LUA, numberOfKeys: 5 },
   nestjsCounterRelease: { lua: RELEASE_LUA, numberOfKeys: 1 },
   nestjsCounterStatus: { lua: STATUS_LUA, numberOfKeys: 2 },
 } as const;
@@ -117,7 +117,6 @@ export interface ClaimRequest {
   leaseMs: number;
   batchId: string;
   limit: number;
-  ttlSeconds: number;
 }
 
 /** Runs the counter scripts against Redis and turns their replies into typed results. */
@@ -127,10 +126,12 @@ export class CounterStore {
 
   /**
    * @param replicaWaitMs on a cluster, how long a claim waits for the replicas of its node (see `claim`).
+   * @param rowTtlSeconds how long a row stays cached after its seed or its first change since a claim.
    */
   constructor(
     client: RedisClient,
     private readonly replicaWaitMs: number,
+    private readonly rowTtlSeconds: number,
   ) {
     for (const [name, definition] of Object.entries(SCRIPTS)) {
       if (typeof (client as unknown as Record<string, unknown>)[name] !== 'function') {
@@ -194,14 +195,14 @@ export class CounterStore {
    * Seeds rows grouped by shard, as `readRows` reads them: one script call for every shard on a single
    * Redis, one per slot on a cluster.
    */
-  async seedRows(requests: ShardSeedRequest[], ttlSeconds: number): Promise<ShardSeedResult[]> {
+  async seedRows(requests: ShardSeedRequest[]): Promise<ShardSeedResult[]> {
     const calls = this.rowCallsBySlot(requests);
     const replies = await this.runPerCall(requests, calls, (target, indexes) => {
       const keys: string[] = [];
-      const args: Arg[] = [ttlSeconds];
+      const args: Arg[] = [this.rowTtlSeconds];
       for (const index of indexes) {
         const { shard, generation, encodedIds, counters, databaseValues } = requests[index];
-        keys.push(shard.generation, shard.batch);
+        keys.push(shard.generation, shard.batch, shard.pending);
         args.push(generation, shard.rowPrefix, encodedIds.length, counters.length, ...counters, ...encodedIds);
         for (const values of databaseValues) args.push(...values);
       }
@@ -239,12 +240,11 @@ export class CounterStore {
       shard.batch,
       shard.lease,
       shard.generation,
-      shard.rowPrefix,
+      shard.pending,
       request.token,
       request.leaseMs,
       request.batchId,
       request.limit,
-      request.ttlSeconds,
       Date.now(),
       ...request.counters,
     ];
@@ -254,16 +254,12 @@ export class CounterStore {
       if ((kind === 'claimed' || kind === 'pending') && batchId !== '') await this.awaitReplicas(shard);
       return claimed;
     })) as string[];
-    const [kind, lost, generation, batchId, more, counters, entries] = reply;
+    const [kind, lost, generation, batchId, more, deltas] = reply;
     const shardState = { dataLost: Number(lost) === 1, generation: Number(generation) };
     if (kind === 'busy' || kind === 'empty') return { kind, ...shardState };
     const batch = { recovered: kind === 'pending', batchId, more: Number(more) === 1 };
-    if (batchId === '') return { kind: 'batch', ...shardState, ...batch, counters: [], rows: [] };
-    const rows = entries.split('\n').map((line): BatchRow => {
-      const [encodedId, ...deltas] = line.split(' ');
-      return { encodedId, deltas: deltas.map(Number) };
-    });
-    return { kind: 'batch', ...shardState, ...batch, counters: counters.split(' '), rows };
+    // No deltas when every change netted to zero (the claim kept no batch: batchId is '').
+    return { kind: 'batch', ...shardState, ...batch, ...batchRowsOf(deltas ?? '') };
   }
 
   /** Returns false when the batch had already been acknowledged (by a flusher that took over). */
@@ -272,6 +268,7 @@ export class CounterStore {
     batchId: string,
     token: string,
     release: boolean,
+    counters: string[],
     missingEncodedIds: string[],
   ): Promise<boolean> {
     const reply = await this.call(() =>
@@ -280,10 +277,13 @@ export class CounterStore {
         shard.lease,
         shard.generation,
         shard.dirty,
+        shard.pending,
         shard.rowPrefix,
         batchId,
         token,
         release ? '1' : '0',
+        counters.length,
+        ...counters,
         ...missingEncodedIds,
       ),
     );
@@ -438,16 +438,16 @@ export class CounterStore {
     const send = (target: CallTarget, indexes: number[]) => {
       if (indexes.length === 1) {
         const { shard, encodedId, counter, delta, min, max } = requests[indexes[0]];
-        const keys = [shard.row(encodedId), shard.dirty, shard.generation];
-        return target.nestjsCounterIncrement(...keys, encodedId, counter, delta, bound(min), bound(max));
+        const keys = [shard.row(encodedId), shard.dirty, shard.generation, shard.pending];
+        return target.nestjsCounterIncrement(...keys, encodedId, counter, delta, bound(min), bound(max), this.rowTtlSeconds);
       }
       const keys: string[] = [];
-      const args: Arg[] = [];
+      const args: Arg[] = [this.rowTtlSeconds];
       for (let first = 0; first < indexes.length; ) {
         let end = first + 1;
         while (end < indexes.length && sameRow(requests[indexes[end]], requests[indexes[first]])) end++;
         const { shard, encodedId } = requests[indexes[first]];
-        keys.push(shard.row(encodedId), shard.dirty, shard.generation);
+        keys.push(shard.row(encodedId), shard.dirty, shard.generation, shard.pending);
         args.push(encodedId, end - first);
         for (const index of indexes.slice(first, end)) {
           const { counter, delta, min, max } = requests[index];
@@ -550,6 +550,40 @@ function incrementOutcome(kind: number | string, value: number | string): Increm
 /** CounterKeys builds one ShardKeys per entity and shard, so the same shard is the same object. */
 function sameRow(a: IncrementRequest, b: IncrementRequest): boolean {
   return a.shard === b.shard && a.encodedId === b.encodedId;
+}
+
+/**
+ * A claimed batch's deltas as rows: the claim script's lines alternate a field name ("<encoded id>
+ * <counter>") and its delta. Counters in the order first met; a row's delta is 0 for a counter the batch
+ * has none of.
+ */
+function batchRowsOf(deltas: string): { counters: string[]; rows: BatchRow[] } {
+  const counters: string[] = [];
+  const columnOf = new Map<string, number>();
+  const rowOf = new Map<string, BatchRow>();
+  const lines = deltas === '' ? [] : deltas.split('\n');
+  for (let at = 0; at < lines.length; at += 2) {
+    const field = lines[at];
+    const space = field.indexOf(' ');
+    const encodedId = field.slice(0, space);
+    const counter = field.slice(space + 1);
+    let column = columnOf.get(counter);
+    if (column === undefined) {
+      column = counters.push(counter) - 1;
+      columnOf.set(counter, column);
+    }
+    let row = rowOf.get(encodedId);
+    if (!row) {
+      row = { encodedId, deltas: [] };
+      rowOf.set(encodedId, row);
+    }
+    row.deltas[column] = Number(lines[at + 1]);
+  }
+  const rows = [...rowOf.values()];
+  for (const row of rows) {
+    for (let column = 0; column < counters.length; column++) row.deltas[column] ??= 0;
+  }
+  return { counters, rows };
 }
 
 /** The replies of an executed pipeline; the first command error is thrown. */

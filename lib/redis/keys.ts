@@ -68,6 +68,8 @@ export class ShardKeys {
   readonly lease: string;
   readonly batch: string;
   readonly generation: string;
+  /** Per "<encoded id> <counter>", the delta no flush has claimed yet (see increment.script.ts). */
+  readonly pending: string;
   readonly rowPrefix: string;
   /** The cluster slot of every key of the shard (and of the other shards of its group). */
   readonly slot: number;
@@ -83,6 +85,7 @@ export class ShardKeys {
     this.lease = `${this.tag}:lease`;
     this.batch = `${this.tag}:batch`;
     this.generation = `${this.tag}:gen`;
+    this.pending = `${this.tag}:pending`;
     this.rowPrefix = `${this.tag}:r:`;
   }
 

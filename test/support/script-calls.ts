@@ -17,12 +17,15 @@ export function scriptArguments(command: SentCommand): { keys: string[]; argv: s
 }
 
 /**
- * The encoded ids in a claim's reply: {kind, lost, generation, batchId, more, counters, entries}, where
- * entries holds one line per row, "<encoded id> <delta> …".
+ * The encoded ids in a claim's reply: {kind, lost, generation, batchId, more, deltas}, where deltas holds
+ * lines that alternate a field name, "<encoded id> <counter>", and its delta. Each id once.
  */
 export function claimedIds(reply: unknown): string[] {
-  if (!Array.isArray(reply) || typeof reply[6] !== 'string') return [];
-  return reply[6].split('\n').map((line) => line.slice(0, line.indexOf(' ')));
+  if (!Array.isArray(reply) || typeof reply[5] !== 'string' || reply[5] === '') return [];
+  const lines = reply[5].split('\n');
+  const ids = new Set<string>();
+  for (let at = 0; at < lines.length; at += 2) ids.add(lines[at].slice(0, lines[at].indexOf(' ')));
+  return [...ids];
 }
 
 /** The batch id in a claim's reply (a UUID), if it claimed or found one. */

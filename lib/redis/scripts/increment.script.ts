@@ -2,8 +2,8 @@ import { EXACT_NUMBER_LUA } from './exact-number.lua.js';
 
 /**
  * What both increment scripts do alike: check a new value against a counter's bounds ('' stands for the
- * safe-integer limit), write a change, and record a row's first pending change (see INCREMENT_MANY_LUA's
- * invariant).
+ * safe-integer limit), and write a change: the row's live value, and the delta in the shard's pending
+ * hash (see INCREMENT_MANY_LUA).
  */
 const CHANGE_HELPERS_LUA = EXACT_NUMBER_LUA + `
 local function outside_bounds(value, min, max)
@@ -11,50 +11,47 @@ local function outside_bounds(value, min, max)
     or value > (max == '' and 9007199254740991 or tonumber(max))
 end
 
-local function mark_pending(row, dirty, id)
-  if not redis.call('ZSCORE', dirty, id) then
-    local now = redis.call('TIME')
-    redis.call('ZADD', dirty, now[1] * 1000 + math.floor(now[2] / 1000), id)
-  end
-  redis.call('PERSIST', row)
+-- Returns true when this is the counter's first change since its shard's last claim: the pending field
+-- was just made (or had netted to zero), and the caller marks the row dirty.
+local function write_change(row, pending, id, field, counter, value, delta)
+  redis.call('HSET', row, field, exact(value))
+  return redis.call('HINCRBY', pending, id .. ' ' .. counter, exact(delta)) == delta
 end
 
--- The new live value and the pending delta plus this change, in one HSET while the sum is exact.
-local function write_change(row, fields, value, pending, delta)
-  local sum = exact_sum(pending, delta)
-  if sum then
-    redis.call('HSET', row, fields[1], exact(value), fields[2], sum)
-  else
-    redis.call('HSET', row, fields[1], exact(value))
-    redis.call('HINCRBY', row, fields[2], exact(delta))
-  end
+-- A row's first change since the last claim: it joins the dirty set (NX keeps the time it first became
+-- dirty) and stays cached for another TTL.
+local function mark_dirty(row, dirty, id, ttl)
+  local now = redis.call('TIME')
+  redis.call('ZADD', dirty, 'NX', now[1] * 1000 + math.floor(now[2] / 1000), id)
+  redis.call('EXPIRE', row, ttl)
 end
 `;
 
 /**
  * Changes one counter of one row: the common case at low load, when a turn of the event loop asks for
  * a single change. It is INCREMENT_MANY_LUA for one change without the bookkeeping that lets changes
- * share reads (about 5 of its 14 µs per call, measured on this project's machine).
+ * share reads.
  *
- * KEYS[1] row hash, KEYS[2] the shard's dirty set, KEYS[3] the shard's generation (all one slot).
- * ARGV[1] encoded row id, ARGV[2] counter, ARGV[3] delta, ARGV[4] min, ARGV[5] max (see below for '').
+ * KEYS[1] row hash, KEYS[2] the shard's dirty set, KEYS[3] the shard's generation, KEYS[4] the shard's
+ * pending hash (all one slot).
+ * ARGV[1] encoded row id, ARGV[2] counter, ARGV[3] delta, ARGV[4] min, ARGV[5] max (see below for ''),
+ * ARGV[6] row TTL (seconds).
  * Returns the two values of one change, as INCREMENT_MANY_LUA does.
  */
 export const INCREMENT_ONE_LUA = CHANGE_HELPERS_LUA + `
-local fields = {'v:' .. ARGV[2], 'p:' .. ARGV[2]}
-local values = redis.call('HMGET', KEYS[1], fields[1], fields[2])
-if not values[1] then
+local field = 'v:' .. ARGV[2]
+local value = redis.call('HGET', KEYS[1], field)
+if not value then
   return {0, redis.call('GET', KEYS[3]) or '0'}
 end
-local current = tonumber(values[1])
+local current = tonumber(value)
 local delta = tonumber(ARGV[3])
 local nextValue = current + delta
 if outside_bounds(nextValue, ARGV[4], ARGV[5]) then
   return {2, exact(current)}
 end
-if delta ~= 0 then
-  write_change(KEYS[1], fields, nextValue, values[2], delta)
-  if not values[2] then mark_pending(KEYS[1], KEYS[2], ARGV[1]) end
+if delta ~= 0 and write_change(KEYS[1], KEYS[4], ARGV[1], field, ARGV[2], nextValue, delta) then
+  mark_dirty(KEYS[1], KEYS[2], ARGV[1], ARGV[6])
 end
 return {1, exact(nextValue)}
 `;
@@ -66,45 +63,42 @@ return {1, exact(nextValue)}
  * exactly as if each had been its own call.
  *
  * KEYS, per row: its hash, its shard's dirty set (sorted by when each row became dirty), its shard's
- * generation (on a cluster the caller sends only rows of one slot).
- * ARGV, per row (same order): encoded id, the number n of its changes, then n × (counter, delta, min, max);
- * min and max are '' for the safe-integer limits ±(2^53-1), the bounds of a counter that declares none
- * (fewer bytes to send and parse on every change).
+ * generation, its shard's pending hash (on a cluster the caller sends only rows of one slot).
+ * ARGV[1] row TTL (seconds); then per row (same order): encoded id, the number n of its changes, then
+ * n × (counter, delta, min, max); min and max are '' for the safe-integer limits ±(2^53-1), the bounds
+ * of a counter that declares none (fewer bytes to send and parse on every change).
  * Returns, per change (same order), two values: {1, newValue} when applied; {0, generation} when the row
- * has no base for that counter yet (nothing written: the caller seeds it and calls again); {2,
+ * has no live value for that counter (nothing written: the caller seeds it and calls again); {2,
  * currentValue} when the new value would leave [min, max] (nothing written). Values are decimal strings
- * (see live-value.lua.ts).
+ * (see exact-number.lua.ts).
  *
- * Row fields: `v:<counter>` the live value, `p:<counter>` the delta not yet claimed by a flush (what a
- * claimed batch holds in flight lives in the shard's batch hash, see claim.script.ts).
- * Invariant: every row with a `p:` field is in the dirty set and has no TTL,
- * so a pending delta can neither expire nor be missed by the next claim. The invariant is also what
- * keeps the common case short: a counter that already has a `p:` field is in the dirty set and has no
- * TTL, so only its first change pays for the dirty-set check and the PERSIST (every redis.call costs
- * about as much as the command it runs). For the same reason a row's changes of one counter are added
- * up and written with one HSET: on a hot row that is one write per call instead of one per like.
+ * Where a change goes: the row's `v:<counter>` field holds the live value; the shard's pending hash
+ * holds, per "<encoded id> <counter>", the delta no flush has claimed yet. A claim takes the pending hash
+ * whole (claim.script.ts), so it touches no row, and a row is only ever a cache that may expire: a seed
+ * adds the pending delta to the database value (seed.script.ts).
+ * Invariant: every row with a pending field is in the dirty set. A row's changes of one counter are
+ * added up and written once: on a hot row that is one write per call instead of one per like.
  */
 export const INCREMENT_MANY_LUA = CHANGE_HELPERS_LUA + `
-local out, at, names = {}, 1, {}
-for k = 1, #KEYS, 3 do
+local ttl, out, at, names = ARGV[1], {}, 2, {}
+for k = 1, #KEYS, 4 do
   local row = KEYS[k]
   local id, changes = ARGV[at], tonumber(ARGV[at + 1])
   at = at + 2
-  -- Per counter of the row: {live value, its p: field, sum of applied deltas, field names}; false when
-  -- unseeded.
+  -- Per counter of the row: {live value, sum of applied deltas, field name}; false when unseeded.
   local state, touched, generation = {}, {}, nil
   for _ = 1, changes do
     local counter, delta, min, max = ARGV[at], tonumber(ARGV[at + 1]), ARGV[at + 2], ARGV[at + 3]
     at = at + 4
     local counted = state[counter]
     if counted == nil then
-      local fields = names[counter]
-      if not fields then
-        fields = {'v:' .. counter, 'p:' .. counter}
-        names[counter] = fields
+      local field = names[counter]
+      if not field then
+        field = 'v:' .. counter
+        names[counter] = field
       end
-      local values = redis.call('HMGET', row, fields[1], fields[2])
-      counted = values[1] and {tonumber(values[1]), values[2], 0, fields} or false
+      local value = redis.call('HGET', row, field)
+      counted = value and {tonumber(value), 0, field} or false
       state[counter] = counted
       touched[#touched + 1] = counter
     end
@@ -119,23 +113,20 @@ for k = 1, #KEYS, 3 do
         out[#out + 1] = exact(counted[1])
       else
         counted[1] = nextValue
-        counted[3] = counted[3] + delta
+        counted[2] = counted[2] + delta
         out[#out + 1] = 1
         out[#out + 1] = exact(nextValue)
       end
     end
   end
-  local marked = false
+  local first = false
   for _, counter in ipairs(touched) do
     local counted = state[counter]
-    if counted and counted[3] ~= 0 then
-      write_change(row, counted[4], counted[1], counted[2], counted[3])
-      if not counted[2] and not marked then
-        mark_pending(row, KEYS[k + 1], id)
-        marked = true
-      end
+    if counted and counted[2] ~= 0 then
+      if write_change(row, KEYS[k + 3], id, counted[3], counter, counted[1], counted[2]) then first = true end
     end
   end
+  if first then mark_dirty(row, KEYS[k + 1], id, ttl) end
 end
 return out
 `;

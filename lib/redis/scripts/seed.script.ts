@@ -1,67 +1,79 @@
+import { EXACT_NUMBER_LUA } from './exact-number.lua.js';
+
 /**
- * Stores database values as the live values of rows that have none yet, and returns their live values,
- * for rows of one or more shards in one call: on a single Redis every shard a page seeds goes at once
- * (a script call costs far more than the writes in it); on a cluster the caller sends one call per
- * slot, so every key of a call is in one slot there.
+ * Stores live values of rows that have none yet: the database value plus the delta the shard holds
+ * pending for it, and returns their live values, for rows of one or more shards in one call: on a single
+ * Redis every shard a page seeds goes at once (a script call costs far more than the writes in it); on
+ * a cluster the caller sends one call per slot, so every key of a call is in one slot there.
  *
- * KEYS, per shard: its generation, its batch hash.
- * ARGV[1] TTL of clean rows (seconds); then per shard (same order): the generation read before the
+ * KEYS, per shard: its generation, its batch hash, its pending hash.
+ * ARGV[1] TTL of rows (seconds); then per shard (same order): the generation read before the
  * database was queried, its row key prefix, the number n of rows, the number k of counters, the k
  * counter names, the n encoded row ids, then k database values per row, in id order. Row keys are
  * built here from the prefix, as in read.script.ts (the same slot as the shard's declared keys).
  * Returns, per shard (same order): 0 when its generation moved (a batch was acknowledged while the
  * database was read, so the values may already include or miss it: read again); otherwise 1 followed
- * by the n × k live values, nil for a row that lacks a counter while the shard's batch in flight holds
- * it (its deltas may or may not be in the database yet: retry after the ack).
+ * by the n × k live values, nil for each counter of a row that lacks one while the shard's batch in
+ * flight holds a delta of it (that delta may or may not be in the database yet: retry after the ack).
  *
  * Invariant: a live value is only ever set from a database value read while no acknowledgement happened
- * in the shard and no delta of the row was in flight, and never replaces an existing one, so no flushed
- * batch is counted twice or missed.
+ * in the shard and no delta of the row's counter was in flight, plus the deltas no claim has taken yet
+ * (those are in no database), and never replaces an existing one: so no flushed batch is counted twice
+ * or missed, and a row may expire with deltas pending.
  */
-export const SEED_LUA = `
+export const SEED_LUA = EXACT_NUMBER_LUA + `
 local ttl, out, at = ARGV[1], {}, 2
-for key = 1, #KEYS, 2 do
+for key = 1, #KEYS, 3 do
   local generation, prefix, n, k = ARGV[at], ARGV[at + 1], tonumber(ARGV[at + 2]), tonumber(ARGV[at + 3])
   local names = {}
   for j = 1, k do names[j] = 'v:' .. ARGV[at + 3 + j] end
   local firstId = at + 4 + k
   local firstValue = firstId + n
+  local counters = at + 3
   at = firstValue + n * k
   if (redis.call('GET', KEYS[key]) or '0') ~= generation then
     out[#out + 1] = 0
   else
     out[#out + 1] = 1
-    -- The batch's rows, one line each, starting with the encoded id and a space (see claim.script.ts).
-    local inflight = redis.call('HGET', KEYS[key + 1], '#entries')
-    if inflight then inflight = '\\n' .. inflight end
+    local inflight = redis.call('EXISTS', KEYS[key + 1]) == 1
     for i = 0, n - 1 do
       local id = ARGV[firstId + i]
       local row = prefix .. id
       local offset = firstValue + i * k - 1
       local values = redis.call('HMGET', row, unpack(names))
-      local complete = true
+      -- The pending and in-flight fields of the counters the row lacks.
+      local missing, fields = {}, {}
       for j = 1, k do
-        if not values[j] then complete = false end
-      end
-      local seedable = complete or not inflight or not string.find(inflight, '\\n' .. id .. ' ', 1, true)
-      for j = 1, k do
-        if not seedable then
-          out[#out + 1] = false
-        elseif values[j] then
-          out[#out + 1] = values[j]
-        else
-          redis.call('HSET', row, names[j], ARGV[offset + j])
-          out[#out + 1] = ARGV[offset + j]
+        if not values[j] then
+          missing[#missing + 1] = j
+          fields[#fields + 1] = id .. ' ' .. ARGV[counters + j]
         end
       end
-      -- A row without pending deltas is a cache of database values, and may expire.
-      if not complete and seedable then
-        local fields = redis.call('HKEYS', row)
-        local pending = false
-        for _, field in ipairs(fields) do
-          if string.sub(field, 1, 2) == 'p:' then pending = true end
+      local seedable = true
+      if #missing > 0 and inflight then
+        for _, delta in ipairs(redis.call('HMGET', KEYS[key + 1], unpack(fields))) do
+          if delta then seedable = false end
         end
-        if not pending then redis.call('EXPIRE', row, ttl) end
+      end
+      if not seedable then
+        for j = 1, k do out[#out + 1] = false end
+      else
+        if #missing > 0 then
+          local pending = redis.call('HMGET', KEYS[key + 2], unpack(fields))
+          for m, j in ipairs(missing) do
+            local sum = exact_sum(pending[m] or '0', tonumber(ARGV[offset + j]))
+            if sum and math.abs(tonumber(ARGV[offset + j])) < 9007199254740992 then
+              redis.call('HSET', row, names[j], sum)
+              values[j] = sum
+            else
+              redis.call('HSET', row, names[j], ARGV[offset + j])
+              if pending[m] then redis.call('HINCRBY', row, names[j], pending[m]) end
+              values[j] = redis.call('HGET', row, names[j])
+            end
+          end
+          redis.call('EXPIRE', row, ttl)
+        end
+        for j = 1, k do out[#out + 1] = values[j] end
       end
     end
   end
