@@ -199,7 +199,7 @@ export class CounterFlusher implements OnApplicationBootstrap {
       work,
       generation: claim.generation,
       more: claim.more,
-      ...this.toDeltaBatch(work, claim.batchId, claim.counters, claim.rows),
+      ...this.toDeltaBatch(work, claim.batchId, claim.rows),
     };
     // Only counters removed from the entity since: nothing to write, the ack clears them.
     if (claimed.batch.rows.length === 0) {
@@ -283,26 +283,19 @@ export class CounterFlusher implements OnApplicationBootstrap {
 
   /**
    * The claimed rows as the database takes them: ids decoded, one delta per counter column (the
-   * database sorts them when it merges the batches of a transaction). A batch recovered after a deploy
-   * may name counters the entity no longer has: nothing is left to write their deltas to.
+   * database sorts them when it merges the batches of a transaction).
    */
-  private toDeltaBatch(work: ShardWork, batchId: string, counterNames: string[], claimed: BatchRow[]) {
+  private toDeltaBatch(work: ShardWork, batchId: string, claimed: BatchRow[]) {
     const { entity } = work;
-    const counters = entity.counters.filter((counter) => counterNames.includes(counter.name));
-    // The column of each of the batch's counters; -1 for a counter the entity no longer has.
-    const columnOf = counterNames.map((name) => counters.findIndex((counter) => counter.name === name));
+    const { counters } = entity;
     const rows: Array<{ id: string | number; deltas: number[] }> = [];
     const encodedIdOf = new Map<string, string>();
     for (const { encodedId, deltas } of claimed) {
-      const row = counters.map(() => 0);
-      deltas.forEach((delta, j) => {
-        if (columnOf[j] >= 0) row[columnOf[j]] += delta;
-      });
-      if (row.every((delta) => delta === 0)) continue;
+      if (deltas.every((delta) => delta === 0)) continue;
       const text = this.keys.decodeId(encodedId);
       const asNumber = Number(text);
       const id = entity.numericId && Number.isSafeInteger(asNumber) ? asNumber : text;
-      rows.push({ id, deltas: row });
+      rows.push({ id, deltas });
       encodedIdOf.set(String(id), encodedId);
     }
     // Only the columns the batch changes: a column without a delta would only cost the statement.

@@ -52,7 +52,7 @@ describe.each(DATABASES)('batches of several shards in one transaction on %s', (
     expect(remarkIds.map((id) => remarks.get(id))).toEqual(remarkIds.map((_, i) => 100 + i + 3));
   }
 
-  it('writes the batches of every dirty shard in as many transactions as it runs at once', async () => {
+  it('writes the batches of every dirty shard in at most as many transactions as it runs at once', async () => {
     const { articleIds, remarkIds, shards } = await dirtyRows();
     const ledgerBefore = await ledgerRows();
     const databaseService = counter.app.get(CounterDatabase);
@@ -61,8 +61,9 @@ describe.each(DATABASES)('batches of several shards in one transaction on %s', (
     const report = await counter.counters.flush();
     expect(report.error).toBeUndefined();
     expect(report).toMatchObject({ batches: 2 * SHARDS, rows: 20, recoveredBatches: 0, failedShards: 0 });
-    // 8 shards' batches in one transaction per worker: each worker takes shards until none are left.
-    expect(apply.mock.calls.length).toBe(flushWorkersOf(databaseService.dialect));
+    // 8 shards' batches in at most one transaction per worker: each worker takes shards until none are
+    // left (a worker that only met the shards of an entity without changes writes none).
+    expect(apply.mock.calls.length).toBeLessThanOrEqual(flushWorkersOf(databaseService.dialect));
     const written = apply.mock.calls.flatMap(([batches]) => batchShards(batches));
     expect(written.sort()).toEqual([...shards].sort());
     expect(await ledgerRows()).toBe(ledgerBefore + 2 * SHARDS);

@@ -62,6 +62,8 @@ interface MeasuredFlush extends FlushRun {
   sql: { statements: number; seconds: number };
   /** Redis's own time in scripts (claim, ack, status) during the flush, µs. */
   redisUsec: number;
+  /** CPU time of this process (the app: JavaScript and drivers) during the flush, µs. */
+  appCpuUsec: number;
 }
 
 /** One library run: every dirty row flushed, with the statements and Redis time it took. */
@@ -70,11 +72,13 @@ async function measureFlush(bench: BenchApp, timer: StatementLog, state: DirtySt
   if (pending !== total) throw new Error(`${pending} rows pending in Redis, expected ${total}`);
   timer.take();
   const scriptsBefore = await commandCount(state.inspector, 'evalsha');
+  const cpuBefore = process.cpuUsage();
   const flush = await flushUntilEmpty(bench.counters);
+  const cpu = process.cpuUsage(cpuBefore);
   const sql = timer.take();
   const scriptsAfter = await commandCount(state.inspector, 'evalsha');
   if (flush.rows !== total) throw new Error(`the flush reported ${flush.rows} rows, expected ${total}`);
-  return { ...flush, sql, redisUsec: scriptsAfter.usec - scriptsBefore.usec };
+  return { ...flush, sql, redisUsec: scriptsAfter.usec - scriptsBefore.usec, appCpuUsec: cpu.user + cpu.system };
 }
 
 const fastest = <T extends { seconds: number }>(runs: T[]): T => runs.reduce((best, run) => (run.seconds < best.seconds ? run : best));
@@ -167,6 +171,8 @@ async function measureDatabase(context: BenchContext, name: DatabaseName, label:
           'library SQL statements': flush.sql.statements,
           // Claim, ack and status scripts: what the flush costs the single-threaded Redis per row.
           'Redis script µs/row': flush.redisUsec / total,
+          // Includes the status() calls between flush() calls; SQLite's statements run on libuv's threads.
+          'app CPU µs/row': flush.appCpuUsec / total,
           'library s in SQL (Σ connections)': round(flush.sql.seconds),
           'bulk statements': bulk.statements,
           'bulk s run 1': round(bulkRuns[0].seconds),

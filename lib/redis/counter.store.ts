@@ -84,7 +84,7 @@ export interface ShardSeedRequest extends ShardRowsRequest {
 /** Per row: its live values, or null when it could not be seeded yet. Null for all: generation moved. */
 export type ShardSeedResult = (number[] | null)[] | null;
 
-/** A row of a claimed batch: one delta per counter of the batch, in the batch's counter order. */
+/** A row of a claimed batch: one delta per counter claimed, in the order of `ClaimRequest.counters`. */
 export interface BatchRow {
   encodedId: string;
   deltas: number[];
@@ -97,7 +97,7 @@ export interface BatchRow {
 export type ClaimOutcome = { dataLost: boolean; generation: number } & (
   | { kind: 'busy' }
   | { kind: 'empty' }
-  | { kind: 'batch'; recovered: boolean; batchId: string; more: boolean; counters: string[]; rows: BatchRow[] }
+  | { kind: 'batch'; recovered: boolean; batchId: string; more: boolean; rows: BatchRow[] }
 );
 
 /** What one shard has waiting for the database. */
@@ -259,7 +259,7 @@ export class CounterStore {
     if (kind === 'busy' || kind === 'empty') return { kind, ...shardState };
     const batch = { recovered: kind === 'pending', batchId, more: Number(more) === 1 };
     // No deltas when every change netted to zero (the claim kept no batch: batchId is '').
-    return { kind: 'batch', ...shardState, ...batch, ...batchRowsOf(deltas ?? '') };
+    return { kind: 'batch', ...shardState, ...batch, rows: batchRowsOf(deltas ?? '', request.counters) };
   }
 
   /** Returns false when the batch had already been acknowledged (by a flusher that took over). */
@@ -554,36 +554,32 @@ function sameRow(a: IncrementRequest, b: IncrementRequest): boolean {
 
 /**
  * A claimed batch's deltas as rows: the claim script's lines alternate a field name ("<encoded id>
- * <counter>") and its delta. Counters in the order first met; a row's delta is 0 for a counter the batch
- * has none of.
+ * <counter>") and its delta. Each row has a delta (0 when none) per counter of `counters`; a counter
+ * not among them is left out (a batch recovered after a deploy may name a counter the entity no longer
+ * has: nothing is left to write its deltas to). Read in place, without splitting the reply into lines
+ * (a claim's reply holds a line per field of up to flushBatchSize rows).
  */
-function batchRowsOf(deltas: string): { counters: string[]; rows: BatchRow[] } {
-  const counters: string[] = [];
-  const columnOf = new Map<string, number>();
+function batchRowsOf(deltas: string, counters: string[]): BatchRow[] {
   const rowOf = new Map<string, BatchRow>();
-  const lines = deltas === '' ? [] : deltas.split('\n');
-  for (let at = 0; at < lines.length; at += 2) {
-    const field = lines[at];
-    const space = field.indexOf(' ');
-    const encodedId = field.slice(0, space);
-    const counter = field.slice(space + 1);
-    let column = columnOf.get(counter);
-    if (column === undefined) {
-      column = counters.push(counter) - 1;
-      columnOf.set(counter, column);
+  for (let at = 0; at < deltas.length; ) {
+    const space = deltas.indexOf(' ', at);
+    const nameEnd = deltas.indexOf('\n', space);
+    const valueEnd = deltas.indexOf('\n', nameEnd + 1) < 0 ? deltas.length : deltas.indexOf('\n', nameEnd + 1);
+    const column = counters.findIndex(
+      (counter) => counter.length === nameEnd - space - 1 && deltas.startsWith(counter, space + 1),
+    );
+    if (column >= 0) {
+      const encodedId = deltas.slice(at, space);
+      let row = rowOf.get(encodedId);
+      if (!row) {
+        row = { encodedId, deltas: counters.map(() => 0) };
+        rowOf.set(encodedId, row);
+      }
+      row.deltas[column] = Number(deltas.slice(nameEnd + 1, valueEnd));
     }
-    let row = rowOf.get(encodedId);
-    if (!row) {
-      row = { encodedId, deltas: [] };
-      rowOf.set(encodedId, row);
-    }
-    row.deltas[column] = Number(lines[at + 1]);
+    at = valueEnd + 1;
   }
-  const rows = [...rowOf.values()];
-  for (const row of rows) {
-    for (let column = 0; column < counters.length; column++) row.deltas[column] ??= 0;
-  }
-  return { counters, rows };
+  return [...rowOf.values()];
 }
 
 /** The replies of an executed pipeline; the first command error is thrown. */
