@@ -31,6 +31,11 @@ interface ClaimedBatch {
   batch: DeltaBatch;
   /** The encoded id (as in Redis) of each row id of the batch (as in the database). */
   encodedIdOf: Map<string, string>;
+  /**
+   * The batch's changes of counters this instance's entity does not have (field name and delta, over and
+   * over): not written, the ack gives them back for an instance that has them.
+   */
+  unknown: string[];
 }
 
 /** What one flush call shares between its workers. */
@@ -199,9 +204,10 @@ export class CounterFlusher implements OnApplicationBootstrap {
       work,
       generation: claim.generation,
       more: claim.more,
+      unknown: claim.unknown,
       ...this.toDeltaBatch(work, claim.batchId, claim.rows),
     };
-    // Only counters removed from the entity since: nothing to write, the ack clears them.
+    // Only counters this instance does not have: nothing to write, the ack gives them back.
     if (claimed.batch.rows.length === 0) {
       await this.acknowledge(run, claimed, []);
       return undefined;
@@ -244,10 +250,10 @@ export class CounterFlusher implements OnApplicationBootstrap {
 
   /** Acknowledges a written batch; the shard goes back in the queue (holding its lease) if it has rows left. */
   private async acknowledge(run: FlushRun, claimed: ClaimedBatch, missingIds: Array<string | number>): Promise<void> {
-    const { work, batch, more } = claimed;
+    const { work, batch, more, unknown } = claimed;
     const missing = missingIds.map((id) => claimed.encodedIdOf.get(String(id))!);
     const counters = work.entity.counters.map((counter) => counter.name);
-    const acknowledged = await this.store.ack(work.keys, batch.batchId, run.token, !more, counters, missing);
+    const acknowledged = await this.store.ack(work.keys, batch.batchId, run.token, !more, counters, missing, unknown);
     // The ack moved the generation on by one (others can only have moved it further).
     if (acknowledged) this.recordGeneration(work, claimed.generation + 1);
     if (more) run.queue.unshift(work);

@@ -23,8 +23,8 @@ const SCRIPTS = {
   nestjsCounterIncrementMany: { lua: INCREMENT_MANY_LUA },
   nestjsCounterRead: { lua: READ_LUA },
   nestjsCounterSeed: { lua: SEED_LUA },
-  nestjsCounterClaim: { lua: CLAIM_LUA, numberOfKeys: 5 },
-  nestjsCounterAck: { lua: ACK_LUA, numberOfKeys: 5 },
+  nestjsCounterClaim: { lua: CLAIM_LUA, numberOfKeys: 6 },
+  nestjsCounterAck: { lua: ACK_LUA, numberOfKeys: 6 },
   nestjsCounterRelease: { lua: RELEASE_LUA, numberOfKeys: 1 },
   nestjsCounterStatus: { lua: STATUS_LUA, numberOfKeys: 2 },
 } as const;
@@ -97,7 +97,15 @@ export interface BatchRow {
 export type ClaimOutcome = { dataLost: boolean; generation: number } & (
   | { kind: 'busy' }
   | { kind: 'empty' }
-  | { kind: 'batch'; recovered: boolean; batchId: string; more: boolean; rows: BatchRow[] }
+  | {
+      kind: 'batch';
+      recovered: boolean;
+      batchId: string;
+      more: boolean;
+      rows: BatchRow[];
+      /** Field name and delta, over and over, of the batch's changes of counters not claimed for. */
+      unknown: string[];
+    }
 );
 
 /** What one shard has waiting for the database. */
@@ -202,7 +210,7 @@ export class CounterStore {
       const args: Arg[] = [this.rowTtlSeconds];
       for (const index of indexes) {
         const { shard, generation, encodedIds, counters, databaseValues } = requests[index];
-        keys.push(shard.generation, shard.batch, shard.pending);
+        keys.push(shard.generation, shard.batch, shard.pending, shard.unknown);
         args.push(generation, shard.rowPrefix, encodedIds.length, counters.length, ...counters, ...encodedIds);
         for (const values of databaseValues) args.push(...values);
       }
@@ -241,6 +249,7 @@ export class CounterStore {
       shard.lease,
       shard.generation,
       shard.pending,
+      shard.unknown,
       request.token,
       request.leaseMs,
       request.batchId,
@@ -259,7 +268,7 @@ export class CounterStore {
     if (kind === 'busy' || kind === 'empty') return { kind, ...shardState };
     const batch = { recovered: kind === 'pending', batchId, more: Number(more) === 1 };
     // No deltas when every change netted to zero (the claim kept no batch: batchId is '').
-    return { kind: 'batch', ...shardState, ...batch, rows: batchRowsOf(deltas ?? '', request.counters) };
+    return { kind: 'batch', ...shardState, ...batch, ...batchRowsOf(deltas ?? '', request.counters) };
   }
 
   /** Returns false when the batch had already been acknowledged (by a flusher that took over). */
@@ -270,6 +279,7 @@ export class CounterStore {
     release: boolean,
     counters: string[],
     missingEncodedIds: string[],
+    unknownDeltas: string[],
   ): Promise<boolean> {
     const reply = await this.call(() =>
       this.client.nestjsCounterAck(
@@ -278,13 +288,17 @@ export class CounterStore {
         shard.generation,
         shard.dirty,
         shard.pending,
+        shard.unknown,
         shard.rowPrefix,
         batchId,
         token,
         release ? '1' : '0',
+        this.rowTtlSeconds,
         counters.length,
         ...counters,
+        missingEncodedIds.length,
         ...missingEncodedIds,
+        ...unknownDeltas,
       ),
     );
     return Number(reply) === 1;
@@ -554,13 +568,14 @@ function sameRow(a: IncrementRequest, b: IncrementRequest): boolean {
 
 /**
  * A claimed batch's deltas as rows: the claim script's lines alternate a field name ("<encoded id>
- * <counter>") and its delta. Each row has a delta (0 when none) per counter of `counters`; a counter
- * not among them is left out (a batch recovered after a deploy may name a counter the entity no longer
- * has: nothing is left to write its deltas to). Read in place, without splitting the reply into lines
- * (a claim's reply holds a line per field of up to flushBatchSize rows).
+ * <counter>") and its delta. Each row has a delta (0 when none) per counter of `counters`; the changes
+ * of other counters (added to the entity by a newer deployment, or removed from it) come back as they
+ * came, field name and delta, for the ack to give back. Read in place, without splitting the reply into
+ * lines (a claim's reply holds a line per field of up to flushBatchSize rows).
  */
-function batchRowsOf(deltas: string, counters: string[]): BatchRow[] {
+function batchRowsOf(deltas: string, counters: string[]): { rows: BatchRow[]; unknown: string[] } {
   const rowOf = new Map<string, BatchRow>();
+  const unknown: string[] = [];
   for (let at = 0; at < deltas.length; ) {
     const space = deltas.indexOf(' ', at);
     const nameEnd = deltas.indexOf('\n', space);
@@ -576,10 +591,12 @@ function batchRowsOf(deltas: string, counters: string[]): BatchRow[] {
         rowOf.set(encodedId, row);
       }
       row.deltas[column] = Number(deltas.slice(nameEnd + 1, valueEnd));
+    } else {
+      unknown.push(deltas.slice(at, nameEnd), deltas.slice(nameEnd + 1, valueEnd));
     }
     at = valueEnd + 1;
   }
-  return [...rowOf.values()];
+  return { rows: [...rowOf.values()], unknown };
 }
 
 /** The replies of an executed pipeline; the first command error is thrown. */

@@ -70,6 +70,11 @@ export class ShardKeys {
   readonly generation: string;
   /** Per "<encoded id> <counter>", the delta no flush has claimed yet (see increment.script.ts). */
   readonly pending: string;
+  /**
+   * Changes of counters that the flusher which claimed them did not know (an instance deployed before
+   * the counter was added), until one that knows them claims the shard; expires like a row.
+   */
+  readonly unknown: string;
   readonly rowPrefix: string;
   /** The cluster slot of every key of the shard (and of the other shards of its group). */
   readonly slot: number;
@@ -86,6 +91,7 @@ export class ShardKeys {
     this.batch = `${this.tag}:batch`;
     this.generation = `${this.tag}:gen`;
     this.pending = `${this.tag}:pending`;
+    this.unknown = `${this.tag}:unknown`;
     this.rowPrefix = `${this.tag}:r:`;
   }
 

@@ -26,6 +26,8 @@ export interface CounterAppOptions {
   /** A client the test made and hands to the module (which then never closes it). */
   redis?: AnyRedis;
   controllers?: Array<new (...args: never[]) => unknown>;
+  /** The entities instead of ENTITIES (e.g. an older version of one, as a deployment before a change). */
+  entities?: Array<new () => unknown>;
 }
 
 /** A Nest application as a user would build it: TypeORM, the scheduler and the counter module. */
@@ -34,7 +36,7 @@ export async function startCounterApp(options: CounterAppOptions): Promise<Count
     imports: [
       TypeOrmModule.forRoot({
         ...options.database,
-        entities: [...ENTITIES, CounterLedgerEntry],
+        entities: [...(options.entities ?? ENTITIES), CounterLedgerEntry],
         synchronize: options.synchronize ?? true,
         logging: false,
       }),

@@ -47,3 +47,20 @@ export class Badge {
 }
 
 export const ENTITIES = [Article, Remark, Badge];
+
+/** `test_article` as an instance deployed before `view_count` was counted sees it: a plain column. */
+@Entity('test_article')
+export class ArticleBeforeViewCount {
+  @PrimaryGeneratedColumn()
+  id!: number;
+
+  @Column({ type: 'varchar', length: 100, default: '' })
+  title!: string;
+
+  @Counted('like_count', { min: 0 })
+  @Column({ name: 'like_count', type: 'int', default: 0 })
+  likeCount!: number;
+
+  @Column({ name: 'view_count', type: 'bigint', default: 0 })
+  viewCount!: number;
+}

@@ -4,7 +4,8 @@
  * deltas all along, and a row is a cache that may expire at any time (see increment.script.ts).
  *
  * KEYS[1] dirty set (sorted by when each row became dirty), KEYS[2] batch hash, KEYS[3] lease,
- * KEYS[4] generation, KEYS[5] pending hash (all one slot).
+ * KEYS[4] generation, KEYS[5] pending hash, KEYS[6] the hash of changes of counters unknown to the
+ * flushers that claimed them (all one slot).
  * ARGV[1] lease token, ARGV[2] lease ms, ARGV[3] new batch id, ARGV[4] max rows, ARGV[5] now (ms),
  * ARGV[6..] the counters to claim (the entity's).
  * Every reply starts with {kind, lost, generation}: lost is 1 when the shard's generation key was
@@ -24,7 +25,7 @@
  * field by field). A larger one gives its oldest rows: their fields move one HMGET, HDEL and HSET at a
  * time, so no row waits behind newer ones.
  * Invariant: every unflushed delta is in exactly one place: the pending hash (its row in the dirty set),
- * or the batch hash.
+ * the batch hash, or the hash of changes of counters unknown to the flusher that claimed them.
  */
 export const CLAIM_LUA = `
 local lost = 0
@@ -96,6 +97,20 @@ else
   in_chunks('HDEL', KEYS[5], fields)
   if #moved > 0 then in_chunks('HSET', KEYS[2], moved) end
   rows = #popped / 2
+end
+-- Changes an instance that did not know their counters gave back (see ack.script.ts): this one knows
+-- them if they are among the counters it claims for.
+if redis.call('EXISTS', KEYS[6]) == 1 then
+  local known = {}
+  for c = 6, #ARGV do known[ARGV[c]] = true end
+  local flat = redis.call('HGETALL', KEYS[6])
+  for i = 1, #flat, 2 do
+    local field = flat[i]
+    if known[string.sub(field, string.find(field, ' ', 1, true) + 1)] then
+      redis.call('HINCRBY', KEYS[2], field, flat[i + 1])
+      redis.call('HDEL', KEYS[6], field)
+    end
+  end
 end
 local more = redis.call('ZCARD', KEYS[1]) > 0 and 1 or 0
 local deltas = deltas_of_batch()

@@ -1,12 +1,14 @@
 import { EXACT_NUMBER_LUA } from './exact-number.lua.js';
 
 /**
- * Stores live values of rows that have none yet: the database value plus the delta the shard holds
- * pending for it, and returns their live values, for rows of one or more shards in one call: on a single
+ * Stores live values of rows that have none yet: the database value plus the changes the shard holds
+ * for it that no database has yet (pending, or given back by a flusher that did not know the counter),
+ * and returns their live values, for rows of one or more shards in one call: on a single
  * Redis every shard a page seeds goes at once (a script call costs far more than the writes in it); on
  * a cluster the caller sends one call per slot, so every key of a call is in one slot there.
  *
- * KEYS, per shard: its generation, its batch hash, its pending hash.
+ * KEYS, per shard: its generation, its batch hash, its pending hash, its hash of changes of counters
+ * unknown to a flusher (see ack.script.ts).
  * ARGV[1] TTL of rows (seconds); then per shard (same order): the generation read before the
  * database was queried, its row key prefix, the number n of rows, the number k of counters, the k
  * counter names, the n encoded row ids, then k database values per row, in id order. Row keys are
@@ -23,7 +25,7 @@ import { EXACT_NUMBER_LUA } from './exact-number.lua.js';
  */
 export const SEED_LUA = EXACT_NUMBER_LUA + `
 local ttl, out, at = ARGV[1], {}, 2
-for key = 1, #KEYS, 3 do
+for key = 1, #KEYS, 4 do
   local generation, prefix, n, k = ARGV[at], ARGV[at + 1], tonumber(ARGV[at + 2]), tonumber(ARGV[at + 3])
   local names = {}
   for j = 1, k do names[j] = 'v:' .. ARGV[at + 3 + j] end
@@ -36,6 +38,7 @@ for key = 1, #KEYS, 3 do
   else
     out[#out + 1] = 1
     local inflight = redis.call('EXISTS', KEYS[key + 1]) == 1
+    local unknown = redis.call('EXISTS', KEYS[key + 3]) == 1
     for i = 0, n - 1 do
       local id = ARGV[firstId + i]
       local row = prefix .. id
@@ -60,14 +63,19 @@ for key = 1, #KEYS, 3 do
       else
         if #missing > 0 then
           local pending = redis.call('HMGET', KEYS[key + 2], unpack(fields))
+          local given = unknown and redis.call('HMGET', KEYS[key + 3], unpack(fields)) or {}
           for m, j in ipairs(missing) do
-            local sum = exact_sum(pending[m] or '0', tonumber(ARGV[offset + j]))
-            if sum and math.abs(tonumber(ARGV[offset + j])) < 9007199254740992 then
+            local base, p, g = ARGV[offset + j], pending[m] or '0', given[m] or '0'
+            local sum = exact_sum(p, tonumber(base))
+            sum = sum and exact_sum(g, sum)
+            -- exact_sum checks its first operand and the sum; the database value is checked here.
+            if sum and math.abs(tonumber(base)) < 9007199254740992 then
               redis.call('HSET', row, names[j], sum)
               values[j] = sum
             else
-              redis.call('HSET', row, names[j], ARGV[offset + j])
-              if pending[m] then redis.call('HINCRBY', row, names[j], pending[m]) end
+              redis.call('HSET', row, names[j], base)
+              redis.call('HINCRBY', row, names[j], p)
+              redis.call('HINCRBY', row, names[j], g)
               values[j] = redis.call('HGET', row, names[j])
             end
           end
