@@ -29,7 +29,7 @@ interface ClaimedBatch {
   /** Whether the shard has more dirty rows: it goes back in the queue after the ack. */
   more: boolean;
   batch: DeltaBatch;
-  /** The encoded id (as in Redis) of each row id of the batch (as in the database). */
+  /** The encoded id (as in Redis) of each row id of the batch (as in the database) that differs from it. */
   encodedIdOf: Map<string, string>;
   /**
    * The batch's changes of counters this instance's entity does not have (field name and delta, over and
@@ -251,7 +251,7 @@ export class CounterFlusher implements OnApplicationBootstrap {
   /** Acknowledges a written batch; the shard goes back in the queue (holding its lease) if it has rows left. */
   private async acknowledge(run: FlushRun, claimed: ClaimedBatch, missingIds: Array<string | number>): Promise<void> {
     const { work, batch, more, unknown } = claimed;
-    const missing = missingIds.map((id) => claimed.encodedIdOf.get(String(id))!);
+    const missing = missingIds.map((id) => claimed.encodedIdOf.get(String(id)) ?? String(id));
     const counters = work.entity.counters.map((counter) => counter.name);
     const acknowledged = await this.store.ack(work.keys, batch.batchId, run.token, !more, counters, missing, unknown);
     // The ack moved the generation on by one (others can only have moved it further).
@@ -295,23 +295,27 @@ export class CounterFlusher implements OnApplicationBootstrap {
     const { entity } = work;
     const { counters } = entity;
     const rows: Array<{ id: string | number; deltas: number[] }> = [];
+    // Only ids whose text differs from their encoded form (the ack needs the encoded one of a row
+    // missing from the database): most ids, numeric ones all, need no entry.
     const encodedIdOf = new Map<string, string>();
+    const changed = counters.map(() => false);
     for (const { encodedId, deltas } of claimed) {
       if (deltas.every((delta) => delta === 0)) continue;
-      const text = this.keys.decodeId(encodedId);
+      const text = encodedId.includes('%') ? this.keys.decodeId(encodedId) : encodedId;
       const asNumber = Number(text);
       const id = entity.numericId && Number.isSafeInteger(asNumber) ? asNumber : text;
       rows.push({ id, deltas });
-      encodedIdOf.set(String(id), encodedId);
+      if (String(id) !== encodedId) encodedIdOf.set(String(id), encodedId);
+      for (let column = 0; column < deltas.length; column++) if (deltas[column] !== 0) changed[column] = true;
     }
     // Only the columns the batch changes: a column without a delta would only cost the statement.
-    const changed = counters.map((_, column) => rows.some((row) => row.deltas[column] !== 0));
+    const all = changed.every(Boolean);
     const batch: DeltaBatch = {
       batchId,
       entity,
       shard: work.shard,
-      counters: counters.filter((_, c) => changed[c]),
-      rows: rows.map((row) => ({ id: row.id, deltas: row.deltas.filter((_, column) => changed[column]) })),
+      counters: all ? counters : counters.filter((_, c) => changed[c]),
+      rows: all ? rows : rows.map((row) => ({ id: row.id, deltas: row.deltas.filter((_, column) => changed[column]) })),
     };
     return { batch, encodedIdOf };
   }

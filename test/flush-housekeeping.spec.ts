@@ -24,14 +24,16 @@ describe.each(DATABASES)('flush housekeeping on %s', (databaseName) => {
   it('drops the pending deltas of a row deleted from the database, and only those', async () => {
     const { counter, redis, prefix } = suite;
     const ids = await insertArticles(counter.dataSource, [1, 2, 3]);
-    const remarks = await insertRemarks(counter.dataSource, [4], prefix);
+    // Remark ids hold ':', '{' and '}', so their keys carry them encoded.
+    const remarks = await insertRemarks(counter.dataSource, [4, 6], prefix);
     for (const id of ids) await counter.counters.increment(Article, id, 'like_count', 10);
-    await counter.counters.increment(Remark, remarks[0], 'reply_count', 5);
+    for (const id of remarks) await counter.counters.increment(Remark, id, 'reply_count', 5);
     await counter.dataSource.getRepository(Article).delete(ids[1]);
+    await counter.dataSource.getRepository(Remark).delete(remarks[1]);
 
     const report = await counter.counters.flush();
     expect(report.error).toBeUndefined();
-    expect(report.droppedRows).toBe(1);
+    expect(report.droppedRows).toBe(2);
     const stored = await articleCounts(counter.dataSource, ids);
     expect(stored.get(ids[0])?.likes).toBe(11);
     expect(stored.has(ids[1])).toBe(false);
@@ -45,6 +47,9 @@ describe.each(DATABASES)('flush housekeeping on %s', (databaseName) => {
     expect(await redis.exists(rowKey)).toBe(0);
     await expect(counter.counters.increment(Article, ids[1], 'like_count')).rejects.toBeInstanceOf(CounterRowNotFoundError);
     expect(await redis.exists(rowKey)).toBe(0);
+    const encodedRemark = encodeURIComponent(remarks[1]);
+    const remarkTable = counter.dataSource.getMetadata(Remark).tablePath;
+    expect(await redis.exists(keys.shard(remarkTable, keys.shardOf(encodedRemark)).row(encodedRemark))).toBe(0);
   });
 
   it('prunes ledger rows older than the retention and keeps the recent ones', async () => {
