@@ -29,6 +29,7 @@ interface Layout {
   rowKeys: string[];
   shardKeys: string[];
   dirtySets: string[];
+  pendingHashes: string[];
 }
 
 /**
@@ -100,7 +101,7 @@ function layoutOf(bench: BenchApp, rows: number): Layout {
   });
   const shards = keys.shardsOf(entity.key);
   const shardKeys = shards.flatMap((shard) => [shard.dirty, shard.pending, shard.lease, shard.batch, shard.generation]);
-  return { rowKeys, shardKeys, dirtySets: shards.map((shard) => shard.dirty) };
+  return { rowKeys, shardKeys, dirtySets: shards.map((shard) => shard.dirty), pendingHashes: shards.map((shard) => shard.pending) };
 }
 
 /** Changes all three counters of every row once, `IN_FLIGHT` increments at a time. */
@@ -204,12 +205,13 @@ async function measure(context: BenchContext) {
         if (dirtyMembers !== rows) throw new Error(`${dirtyMembers} of ${rows} rows in the dirty sets`);
         const dirtyRow = await describeKey(redis, sample);
         const dirtySet = await describeKey(redis, layout.dirtySets[0]);
+        const pendingHash = await describeKey(redis, layout.pendingHashes[0]);
 
         // Last, so that their keys are not in the module's used_memory figures.
         const baseline = await baselineBytes(redis, prefix, rows);
         const positionalFields = await positionalFieldBytes(redis, layout, rows);
 
-        return { rows, prefix, sample, clean, dirty, baseline, positionalFields, cleanGrowth, dirtyGrowth, cleanRow, dirtyRow, dirtySet };
+        return { rows, prefix, sample, clean, dirty, baseline, positionalFields, cleanGrowth, dirtyGrowth, cleanRow, dirtyRow, dirtySet, pendingHash };
       } finally {
         await bench.close();
         await deleteKeys(redis, prefix);
@@ -243,8 +245,9 @@ function notes(m: Measured): string[] {
     'Standalone Redis and SQLite: its table path is `bench_post`, as a user\'s (a PostgreSQL schema of the run\'s own would ' +
       `lengthen every key). Key prefix \`${m.prefix}\`: unused on the server and as long as the default \`ctr\`, so keys are as ` +
       `long as a user's, e.g. \`${m.sample}\`. Module defaults (64 shards) except flushing, which is off (scheduled and on shutdown).`,
-    `Row hash clean: ${m.cleanRow}; dirty: ${m.dirtyRow} (six fields: v: and p: per counter). One shard's dirty set ` +
-      `(about ${Math.round(m.rows / 64).toLocaleString('en-US')} members): ${m.dirtySet}.`,
+    `Row hash clean: ${m.cleanRow}; dirty: ${m.dirtyRow} (the same three v: fields: a row holds no pending change). ` +
+      `One shard's dirty set (about ${Math.round(m.rows / 64).toLocaleString('en-US')} members): ${m.dirtySet}; its pending hash ` +
+      `(a field "<id> <counter>" per changed counter, about ${Math.round((3 * m.rows) / 64).toLocaleString('en-US')}): ${m.pendingHash}.`,
     'MEMORY USAGE counts the key, its value and its main-dictionary entry, not the main dictionary\'s bucket slot (8–16 bytes ' +
       'per key) nor, for a key with a TTL (every clean row), its expires-dictionary entry (a 24-byte dictEntry plus 8–16 bytes ' +
       `of buckets). used_memory Δ includes them (clean: ${round(m.cleanGrowth - m.clean.total)} bytes per row above MEMORY USAGE ` +
@@ -273,7 +276,7 @@ export const memoryPerRow: BenchScenario = {
       library:
         `the keys the module keeps for ${m.rows.toLocaleString('en-US')} \`BenchPost\` rows (3 counters each, realistic values) ` +
         'once `getMany` loaded them (clean) and once each counter of each row was incremented (dirty): `MEMORY USAGE … SAMPLES 0` ' +
-        'summed over every row hash and the entity\'s per-shard keys (dirty set, generation, lease, batch), divided by the rows.',
+        'summed over every row hash and the entity\'s per-shard keys (dirty set, pending hash, generation, lease, batch), divided by the rows.',
       baseline:
         'a hand-rolled layout of three plain string keys per row (`<prefix>:post:<id>:like_count` …, `SET` to the same values, ' +
         'no TTL), measured the same way.',
