@@ -31,11 +31,6 @@ interface ClaimedBatch {
   batch: DeltaBatch;
   /** The encoded id (as in Redis) of each row id of the batch (as in the database) that differs from it. */
   encodedIdOf: Map<string, string>;
-  /**
-   * The batch's changes of counters this instance's entity does not have (field name and delta, over and
-   * over): not written, the ack gives them back for an instance that has them.
-   */
-  unknown: string[];
 }
 
 /** What one flush call shares between its workers. */
@@ -204,19 +199,30 @@ export class CounterFlusher implements OnApplicationBootstrap {
       work,
       generation: claim.generation,
       more: claim.more,
-      unknown: claim.unknown,
       ...this.toDeltaBatch(work, claim.batchId, claim.rows),
     };
-    // Only counters this instance does not have: nothing to write, the ack gives them back.
+    if (claim.recovered) {
+      // Left behind by a flusher that may have written it, or may be writing it right now: on its own.
+      // A batch the ledger has was written whole (changes of counters unknown to its writer were
+      // taken out before the write).
+      run.report.recoveredBatches++;
+      if (await this.database.isBatchApplied(claim.batchId)) {
+        await this.acknowledge(run, claimed, []);
+        return undefined;
+      }
+    }
+    // Changes of counters this instance does not have (a newer deployment added them) go back to Redis
+    // before the write, for an instance that has them.
+    if (claim.unknown.length > 0 && !(await this.store.giveBack(work.keys, claim.batchId, run.token, claim.unknown))) {
+      throw new Error(MESSAGES.batchTakenOver(work.entity.key, work.shard));
+    }
+    // Only counters this instance does not have: nothing to write.
     if (claimed.batch.rows.length === 0) {
       await this.acknowledge(run, claimed, []);
       return undefined;
     }
     if (claim.recovered) {
-      // Left behind by a flusher that may have written it, or may be writing it right now: on its own.
-      run.report.recoveredBatches++;
-      if (await this.database.isBatchApplied(claim.batchId)) await this.acknowledge(run, claimed, []);
-      else await this.writeGroup(run, [claimed]);
+      await this.writeGroup(run, [claimed]);
       return undefined;
     }
     return claimed;
@@ -250,10 +256,10 @@ export class CounterFlusher implements OnApplicationBootstrap {
 
   /** Acknowledges a written batch; the shard goes back in the queue (holding its lease) if it has rows left. */
   private async acknowledge(run: FlushRun, claimed: ClaimedBatch, missingIds: Array<string | number>): Promise<void> {
-    const { work, batch, more, unknown } = claimed;
+    const { work, batch, more } = claimed;
     const missing = missingIds.map((id) => claimed.encodedIdOf.get(String(id)) ?? String(id));
     const counters = work.entity.counters.map((counter) => counter.name);
-    const acknowledged = await this.store.ack(work.keys, batch.batchId, run.token, !more, counters, missing, unknown);
+    const acknowledged = await this.store.ack(work.keys, batch.batchId, run.token, !more, counters, missing);
     // The ack moved the generation on by one (others can only have moved it further).
     if (acknowledged) this.recordGeneration(work, claimed.generation + 1);
     if (more) run.queue.unshift(work);

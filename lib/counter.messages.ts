@@ -61,6 +61,8 @@ export const MESSAGES = {
     `The database did not answer within ${timeoutMs} ms (${operation}); counter changes stay in Redis and are written by a later flush.`,
   databaseFailed: (operation: string, reason: string) =>
     `The database failed while ${operation} (${reason}); nothing was changed. Retry once the database is reachable.`,
+  batchTakenOver: (entity: string, shard: number) =>
+    `A claimed batch of ${entity} shard ${shard} was taken over by another flusher (its lease ran out) before it was written; that flusher finishes it.`,
   claimNotReplicated: (confirmed: number, replicas: number, waitedMs: number) =>
     `A claimed counter batch reached ${confirmed} of ${replicas} replica(s) of its Redis node within ${waitedMs} ms; it stays in Redis and a later flush writes it.`,
   overlayFailed: () => `Could not read live counters from Redis; the response carries the database values.`,

@@ -1,4 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { CounterStore } from '../lib/redis/counter.store.js';
 import { CounterKeys } from '../lib/redis/keys.js';
 import { startCounterApp, type CounterApp } from './support/counter-app.js';
 import { useCounterSuite } from './support/counter-suite.js';
@@ -6,7 +7,7 @@ import { DATABASES } from './support/databases.js';
 import { Article, ArticleBeforeViewCount } from './support/entities.js';
 import { articleCounts, insertArticles } from './support/rows.js';
 
-const OPTIONS = { shards: 1, cleanRowTtlSeconds: 2, flushOnShutdown: false };
+const OPTIONS = { shards: 1, cleanRowTtlSeconds: 2, flushOnShutdown: false, flushLeaseMs: 500 };
 
 // While a deployment rolls out, an instance that runs the code from before a counter was added may
 // claim a batch that holds changes of that counter: it must leave them for an instance that knows it.
@@ -25,6 +26,7 @@ describe.each(DATABASES)('a flusher deployed before a counter was added, on %s',
     });
   });
   afterAll(() => older?.close());
+  afterEach(() => vi.restoreAllMocks());
 
   const shard = () => new CounterKeys(suite.prefix, 1).shard(newer.dataSource.getMetadata(Article).tablePath, 0);
 
@@ -60,5 +62,23 @@ describe.each(DATABASES)('a flusher deployed before a counter was added, on %s',
     await expect.poll(() => suite.redis.exists(shard().unknown), { timeout: 5_000, interval: 100 }).toBe(0);
     expect((await newer.counters.flush()).batches).toBe(0);
     expect((await articleCounts(newer.dataSource, [id])).get(id)).toEqual({ likes: 0, views: 0 });
+  });
+
+  it('gives nothing back from a batch it recovers that the ledger has: its writer wrote it whole', async () => {
+    const [id] = await insertArticles(newer.dataSource, [0]);
+    expect(await newer.counters.increment(Article, id, 'view_count', 6)).toBe(6);
+    expect(await newer.counters.increment(Article, id, 'like_count', 2)).toBe(2);
+    // The newer instance writes the batch (both counters) and dies before its ack.
+    vi.spyOn(newer.app.get(CounterStore), 'ack').mockRejectedValue(new Error('crashed before the ack'));
+    vi.spyOn(newer.app.get(CounterStore), 'release').mockRejectedValue(new Error('crashed'));
+    expect((await newer.counters.flush()).error?.message).toBe('crashed before the ack');
+    vi.restoreAllMocks();
+    expect((await articleCounts(newer.dataSource, [id])).get(id)).toEqual({ likes: 2, views: 6 });
+
+    // Once the lease has expired the older instance recovers it: in the ledger, so acknowledged only.
+    await expect.poll(async () => (await older.counters.flush()).recoveredBatches, { timeout: 5_000, interval: 100 }).toBe(1);
+    expect(await suite.redis.exists(shard().unknown)).toBe(0);
+    expect((await newer.counters.flush()).batches).toBe(0);
+    expect((await articleCounts(newer.dataSource, [id])).get(id)).toEqual({ likes: 2, views: 6 });
   });
 });

@@ -68,9 +68,9 @@ export class FlushStepHooks {
       }
       return outcome;
     };
-    store.ack = async (shard, batchId, token, releaseLease, counters, missing, unknown) => {
+    store.ack = async (shard, batchId, token, releaseLease, counters, missing) => {
       await this.gate();
-      const acknowledged = await ack(shard, batchId, token, releaseLease, counters, missing, unknown);
+      const acknowledged = await ack(shard, batchId, token, releaseLease, counters, missing);
       // The flusher releases the lease with the ack of a shard's last batch and keeps it otherwise.
       await this.reach(releaseLease ? 'after-ack' : 'holding-lease', { batchId, shard: shard.tag });
       return acknowledged;

@@ -6,6 +6,7 @@ import { MAX_CHANGES_PER_CALL, MAX_ROWS_PER_CALL, MAX_SAFE_COUNT } from '../coun
 import { groupBy } from '../group-by.js';
 import { ACK_LUA } from './scripts/ack.script.js';
 import { CLAIM_LUA } from './scripts/claim.script.js';
+import { GIVE_BACK_LUA } from './scripts/give-back.script.js';
 import { INCREMENT_MANY_LUA, INCREMENT_ONE_LUA } from './scripts/increment.script.js';
 import { READ_LUA } from './scripts/read.script.js';
 import { RELEASE_LUA } from './scripts/release.script.js';
@@ -24,7 +25,8 @@ const SCRIPTS = {
   nestjsCounterRead: { lua: READ_LUA },
   nestjsCounterSeed: { lua: SEED_LUA },
   nestjsCounterClaim: { lua: CLAIM_LUA, numberOfKeys: 6 },
-  nestjsCounterAck: { lua: ACK_LUA, numberOfKeys: 6 },
+  nestjsCounterAck: { lua: ACK_LUA, numberOfKeys: 5 },
+  nestjsCounterGiveBack: { lua: GIVE_BACK_LUA, numberOfKeys: 3 },
   nestjsCounterRelease: { lua: RELEASE_LUA, numberOfKeys: 1 },
   nestjsCounterStatus: { lua: STATUS_LUA, numberOfKeys: 2 },
 } as const;
@@ -279,7 +281,6 @@ export class CounterStore {
     release: boolean,
     counters: string[],
     missingEncodedIds: string[],
-    unknownDeltas: string[],
   ): Promise<boolean> {
     const reply = await this.call(() =>
       this.client.nestjsCounterAck(
@@ -288,18 +289,26 @@ export class CounterStore {
         shard.generation,
         shard.dirty,
         shard.pending,
-        shard.unknown,
         shard.rowPrefix,
         batchId,
         token,
         release ? '1' : '0',
-        this.rowTtlSeconds,
         counters.length,
         ...counters,
-        missingEncodedIds.length,
         ...missingEncodedIds,
-        ...unknownDeltas,
       ),
+    );
+    return Number(reply) === 1;
+  }
+
+  /**
+   * Takes a claimed batch's changes of counters this instance does not know out of it, for an instance
+   * that knows them (see give-back.script.ts). Returns false when the batch or the lease is no longer
+   * this flusher's: it must then not write the batch.
+   */
+  async giveBack(shard: ShardKeys, batchId: string, token: string, unknownDeltas: string[]): Promise<boolean> {
+    const reply = await this.call(() =>
+      this.client.nestjsCounterGiveBack(shard.batch, shard.unknown, shard.lease, batchId, token, this.rowTtlSeconds, ...unknownDeltas),
     );
     return Number(reply) === 1;
   }

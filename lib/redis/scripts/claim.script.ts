@@ -98,7 +98,7 @@ else
   if #moved > 0 then in_chunks('HSET', KEYS[2], moved) end
   rows = #popped / 2
 end
--- Changes an instance that did not know their counters gave back (see ack.script.ts): this one knows
+-- Changes an instance that did not know their counters gave back (give-back.script.ts): this one knows
 -- them if they are among the counters it claims for.
 if redis.call('EXISTS', KEYS[6]) == 1 then
   local known = {}

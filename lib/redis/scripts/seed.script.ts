@@ -8,7 +8,7 @@ import { EXACT_NUMBER_LUA } from './exact-number.lua.js';
  * a cluster the caller sends one call per slot, so every key of a call is in one slot there.
  *
  * KEYS, per shard: its generation, its batch hash, its pending hash, its hash of changes of counters
- * unknown to a flusher (see ack.script.ts).
+ * unknown to a flusher (see give-back.script.ts).
  * ARGV[1] TTL of rows (seconds); then per shard (same order): the generation read before the
  * database was queried, its row key prefix, the number n of rows, the number k of counters, the k
  * counter names, the n encoded row ids, then k database values per row, in id order. Row keys are
