@@ -17,8 +17,8 @@
  * it). Values are decimal integers, so neither a value nor the generation holds a space or a line break.
  * One string instead of an array of arrays: ioredis decodes a reply element by element, and for a page
  * of 100 rows that took longer than Redis took to run the script (about 600 of 1,000 µs per page on this
- * project's machine; 200 of 500 µs as one string). HMGET of the live fields instead of HGETALL: a dirty
- * row also holds `p:` fields, and every field read costs Redis a conversion into Lua.
+ * project's machine; 200 of 500 µs as one string). HMGET of the live fields instead of HGETALL: only the
+ * counters asked for, in their order, and every field read costs Redis a conversion into Lua.
  * The generation lets a later seed detect a flush acknowledged in between.
  */
 export const READ_LUA = `
