@@ -588,7 +588,8 @@ function batchRowsOf(deltas: string, counters: string[]): { rows: BatchRow[]; un
   for (let at = 0; at < deltas.length; ) {
     const space = deltas.indexOf(' ', at);
     const nameEnd = deltas.indexOf('\n', space);
-    const valueEnd = deltas.indexOf('\n', nameEnd + 1) < 0 ? deltas.length : deltas.indexOf('\n', nameEnd + 1);
+    const lineEnd = deltas.indexOf('\n', nameEnd + 1);
+    const valueEnd = lineEnd < 0 ? deltas.length : lineEnd;
     const column = counters.findIndex(
       (counter) => counter.length === nameEnd - space - 1 && deltas.startsWith(counter, space + 1),
     );

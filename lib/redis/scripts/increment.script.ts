@@ -76,7 +76,9 @@ return {1, exact(nextValue)}
  * holds, per "<encoded id> <counter>", the delta no flush has claimed yet. A claim takes the pending hash
  * whole (claim.script.ts), so it touches no row, and a row is only ever a cache that may expire: a seed
  * adds the pending delta to the database value (seed.script.ts).
- * Invariant: every row with a pending field is in the dirty set. A row's changes of one counter are
+ * Invariant: every row with a pending field is in the dirty set (except, after a claim of part of a
+ * shard, a field of a counter the claiming flusher did not know: the next claim of the whole shard takes
+ * it). A row's changes of one counter are
  * added up and written once: on a hot row that is one write per call instead of one per like.
  */
 export const INCREMENT_MANY_LUA = CHANGE_HELPERS_LUA + `
