@@ -4,7 +4,7 @@ import { CounterRedisHandle } from '../lib/redis/redis-connection.js';
 import { tapClusterNodes, type SentCommand } from './support/command-tap.js';
 import { startCounterApp, type CounterApp } from './support/counter-app.js';
 import { createTestDatabase, DATABASES, type TestDatabase } from './support/databases.js';
-import { Article } from './support/entities.js';
+import { Article, ArticleBeforeViewCount } from './support/entities.js';
 import { PrivateCluster } from './support/private-cluster.js';
 import { uniquePrefix } from './support/redis.js';
 import { insertArticles } from './support/rows.js';
@@ -55,14 +55,18 @@ onCluster('claims on a cluster whose replica is listed after the module connecte
     await cluster?.stop();
   });
 
-  it('follows each claim with WAIT for the replica once the server lists it', async () => {
-    // The case under test: the module connected while the replica was not listed yet.
-    expect(listedAtConnect).toBe(false);
+  async function untilReplicaListed(): Promise<void> {
     const listedBy = Date.now() + 30_000;
     while (!(await cluster.replicaListed())) {
       if (Date.now() > listedBy) throw new Error('the replica was not listed within 30 s');
       await sleep(200);
     }
+  }
+
+  it('follows each claim with WAIT for the replica once the server lists it', async () => {
+    // The case under test: the module connected while the replica was not listed yet.
+    expect(listedAtConnect).toBe(false);
+    await untilReplicaListed();
 
     const [id] = await insertArticles(counter.dataSource, [0]);
     const deadline = Date.now() + NOTICE_MS;
@@ -84,5 +88,48 @@ onCluster('claims on a cluster whose replica is listed after the module connecte
     }
     // Within NOTICE_MS of the replica being listed, a flush's claim waits for it.
     expect(waits).toEqual(waits.map(() => 1));
+  });
+
+  // An instance deployed before a counter was added gives that counter's changes back before it writes
+  // its batch (give-back.script.ts). The give-back must reach the replica before the write as the claim
+  // did: a replica promoted without it still holds them in the batch, which the ledger then has, so a
+  // recovering flusher would acknowledge it and they would be lost.
+  it('follows a give-back with WAIT for the replica before the batch is acknowledged', async () => {
+    await untilReplicaListed();
+    const older = await startCounterApp({
+      database: database.options,
+      keyPrefix: prefix,
+      synchronize: false,
+      entities: [ArticleBeforeViewCount],
+      counter: { redis: { clusterNodes: cluster.nodes }, shards: 1 },
+    });
+    const olderClient = older.app.get(CounterRedisHandle).client as Cluster;
+    const olderSent: SentCommand[] = [];
+    const untapOlder = tapClusterNodes(olderClient, (command) => olderSent.push(command));
+    try {
+      const [id] = await insertArticles(counter.dataSource, [0]);
+      const olderScripts = scriptsBySha(olderClient);
+      const deadline = Date.now() + NOTICE_MS;
+      let afterGiveBack: Array<number | null> = [];
+      for (;;) {
+        expect(await counter.counters.increment(Article, id, 'view_count', 3)).toBeGreaterThan(0);
+        expect(await counter.counters.increment(Article, id, 'like_count', 1)).toBeGreaterThan(0);
+        olderSent.length = 0;
+        expect((await older.counters.flush()).error).toBeUndefined();
+        afterGiveBack = [];
+        for (const [index, command] of olderSent.entries()) {
+          if (scriptOf(command, olderScripts) !== 'nestjsCounterGiveBack') continue;
+          // The give-back names its batch id after KEYS batch, unknown and lease.
+          afterGiveBack.push(replicasAwaited(olderSent, index, command.args[5], olderScripts));
+        }
+        expect(afterGiveBack).toHaveLength(1);
+        if (afterGiveBack[0] === 1 || Date.now() > deadline) break;
+        await sleep(250);
+      }
+      expect(afterGiveBack).toEqual([1]);
+    } finally {
+      untapOlder();
+      await older.close();
+    }
   });
 });

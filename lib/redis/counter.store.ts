@@ -304,12 +304,24 @@ export class CounterStore {
   /**
    * Takes a claimed batch's changes of counters this instance does not know out of it, for an instance
    * that knows them (see give-back.script.ts). Returns false when the batch or the lease is no longer
-   * this flusher's: it must then not write the batch.
+   * this flusher's: it must then not write the batch. On a cluster it waits for the replicas, as a claim
+   * does: a replica promoted without the give-back would hold those changes in a batch the ledger has,
+   * which a recovering flusher acknowledges, and they would be lost.
    */
   async giveBack(shard: ShardKeys, batchId: string, token: string, unknownDeltas: string[]): Promise<boolean> {
-    const reply = await this.call(() =>
-      this.client.nestjsCounterGiveBack(shard.batch, shard.unknown, shard.lease, batchId, token, this.rowTtlSeconds, ...unknownDeltas),
-    );
+    const reply = await this.call(async () => {
+      const given = await this.client.nestjsCounterGiveBack(
+        shard.batch,
+        shard.unknown,
+        shard.lease,
+        batchId,
+        token,
+        this.rowTtlSeconds,
+        ...unknownDeltas,
+      );
+      if (Number(given) === 1) await this.awaitReplicas(shard);
+      return given;
+    });
     return Number(reply) === 1;
   }
 
@@ -495,8 +507,9 @@ export class CounterStore {
 
   /**
    * On a cluster, waits until the replicas of the shard's master have every write this connection sent
-   * it, the claim included. Sent only after a claim that holds a batch: a WAIT holds up everything queued
-   * behind it on the connection, so empty shards must not pay for it.
+   * it, the claim (or give-back) included. Sent only after a claim that holds a batch and after a
+   * give-back: a WAIT holds up everything queued behind it on the connection, so empty shards must not
+   * pay for it.
    */
   private async awaitReplicas(shard: ShardKeys): Promise<void> {
     if (!isCluster(this.client)) return;
