@@ -12,6 +12,7 @@ import { deleteKeys, uniquePrefix } from './support/redis.js';
 import { nodeOfTrip, RoundTrips, type RoundTrip } from './support/redis-traffic.js';
 import { slotOwners } from './support/slot-owners.js';
 import { inspectionClient, moduleClient, TOPOLOGIES } from './support/topologies.js';
+import { readCallShards, scriptArguments } from './support/script-calls.js';
 
 /** Many shards, so that 100 rows spread over dozens of them, every slot group and every master of the cluster. */
 const SHARDS = 64;
@@ -170,9 +171,14 @@ describe.each(TOPOLOGIES)('round trips of a %s read of 100 rows', (topology) => 
     expect(all.map((article) => values.get(article.id)!.like_count)).toEqual(
       all.map((article) => likes.get(article.id) ?? article.likeCount),
     );
-    // A read call names each shard's generation key; a seed call its generation and batch keys.
-    const calls = roundTrips.trips.flatMap((trip) => trip.keys);
+    // A seed call names each shard's generation and batch keys; a read call one key, and its shards'
+    // generation keys are built by the script (see READ_LUA).
     const isSeed = (callKeys: string[]) => callKeys.some((key) => key.endsWith(':batch'));
+    const calls = roundTrips.trips.flatMap((trip) =>
+      trip.keys.map((callKeys, index) =>
+        isSeed(callKeys) ? callKeys : readCallShards(scriptArguments({ args: trip.args[index] }).argv).map((shard) => shard.generation),
+      ),
+    );
     const rowsOf = (callKeys: string[]) =>
       callKeys.filter((key) => key.endsWith(':gen')).reduce((sum, key) => sum + (isSeed(callKeys) ? seeded : read).get(key)!, 0);
     const readCalls = calls.filter((callKeys) => !isSeed(callKeys)).map(rowsOf);

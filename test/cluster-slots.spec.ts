@@ -11,7 +11,7 @@ import { createTestDatabase, DATABASES, type TestDatabase } from './support/data
 import { Article, ArticleBeforeViewCount, Remark } from './support/entities.js';
 import { deleteKeys, masters, uniquePrefix } from './support/redis.js';
 import { articleCounts, insertArticles, insertRemarks, remarkCounts } from './support/rows.js';
-import { claimedBatchId, claimedIds, replicasAwaited, scriptArguments, scriptsBySha } from './support/script-calls.js';
+import { claimedBatchId, claimedIds, readCallShards, replicasAwaited, scriptArguments, scriptsBySha } from './support/script-calls.js';
 import { listedReplicas, slotOwners } from './support/slot-owners.js';
 import { inspectionClient, moduleClient, TOPOLOGIES } from './support/topologies.js';
 
@@ -321,20 +321,15 @@ describe.runIf(TOPOLOGIES.includes('cluster'))('hash slots of every command on a
         rebuilt.push({ script: 'ack', declaredSlot: generateMulti(declared), key: rowPrefix + id });
       }
     }
-    // A read names each shard's generation key and sends, per shard: row key prefix, n, k, k counter
-    // names, n encoded ids.
+    // A read names one shard's generation key (it routes the call) and builds the others' keys.
     for (const read of record.filter(({ script }) => script === 'nestjsCounterRead')) {
       const { keys: declared, argv } = scriptArguments(read);
-      let at = 0;
-      for (const _ of declared) {
-        const [rowPrefix, rows, counters] = [argv[at], Number(argv[at + 1]), Number(argv[at + 2])];
-        at += 3 + counters;
-        for (const id of argv.slice(at, at + rows)) {
-          rebuilt.push({ script: 'read', declaredSlot: generateMulti(declared), key: rowPrefix + id });
+      expect(declared).toHaveLength(1);
+      for (const shard of readCallShards(argv)) {
+        for (const key of [shard.generation, ...shard.rows]) {
+          rebuilt.push({ script: 'read', declaredSlot: generateMulti(declared), key });
         }
-        at += rows;
       }
-      expect(at).toBe(argv.length);
     }
     // A seed names each shard's generation, batch, pending and unknown-counter keys and sends the TTL,
     // then per shard:

@@ -10,6 +10,7 @@ import { LIVE_COUNTS_CONTROLLERS } from './support/live-counts.controller.js';
 import { deleteKeys, uniquePrefix, type AnyRedis } from './support/redis.js';
 import { nodeOfTrip, RedisTraffic, RoundTrips, type RoundTrip } from './support/redis-traffic.js';
 import { slotOwners } from './support/slot-owners.js';
+import { readCallShards, scriptArguments } from './support/script-calls.js';
 import { inspectionClient, moduleClient, TARGETS, unreachableClient } from './support/topologies.js';
 
 const SHARDS = 4;
@@ -296,14 +297,20 @@ describe.each(TARGETS)('live counts interceptor on %s, %s', (databaseName, topol
     const perCommand = topology === 'cluster' ? touched.map((shard) => [shard]) : [touched];
     expect(commands).toHaveLength(perCommand.length);
     for (const command of commands) expect(['evalsha', 'eval']).toContain(command[0].toLowerCase());
-    const shardsPerCommand = commands.map((command) =>
-      [...new Set(command.filter((arg) => arg.startsWith(`${prefix}:`)).map(shardOfKey))].sort(byNumber),
-    );
+    // Each command names one key (its route) and, per shard, the keys the script builds (see READ_LUA).
+    const keysPerCommand = commands.map(([, ...args]) => {
+      const { keys: declared, argv } = scriptArguments({ args });
+      expect(declared).toHaveLength(1);
+      return [...declared, ...readCallShards(argv).flatMap((shard) => [shard.generation, ...shard.rows])];
+    });
+    const shardsPerCommand = keysPerCommand.map((keysOfCommand) => [...new Set(keysOfCommand.map(shardOfKey))].sort(byNumber));
     expect(shardsPerCommand.sort((a, b) => a[0] - b[0])).toEqual(perCommand);
-    for (const command of commands) {
-      const keysOfCommand = command.filter((arg) => arg.startsWith(`${prefix}:`));
-      expect(keysOfCommand.every((key) => key.startsWith(tag(shardOfKey(key))))).toBe(true);
+    for (const keysOfCommand of keysPerCommand) {
+      expect(keysOfCommand.every((key) => key.startsWith(`${tag(shardOfKey(key))}:`))).toBe(true);
     }
+    // Every row of the page, once.
+    const rowKeys = keysPerCommand.flat().filter((key) => key.includes(':r:'));
+    expect(rowKeys.sort()).toEqual(page.map((article) => keys.shard(articleTable(), keys.shardOf(String(article.id))).row(String(article.id))).sort());
     // And they went out in one round trip per node that serves a touched shard (a pipeline, or the call
     // alone when it is the only one), all at once on a single Redis.
     const { trips } = roundTrips;

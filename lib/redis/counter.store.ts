@@ -43,6 +43,8 @@ type CallTarget = ScriptCommands<unknown> & { set(key: string, value: string, mo
  * connects it). In any other state it would be refused or queued, so it is refused before sending.
  */
 const SENDABLE_STATES = new Set(['ready', 'wait']);
+const SPACE = 0x20;
+const LINE_BREAK = 0x0a;
 
 export interface IncrementRequest {
   shard: ShardKeys;
@@ -174,27 +176,45 @@ export class CounterStore {
   async readRows(requests: ShardRowsRequest[]): Promise<ShardRowsResult[]> {
     const calls = this.rowCallsBySlot(requests);
     const replies = await this.runPerCall(requests, calls, (target, indexes) => {
-      const keys: string[] = [];
-      const args: Arg[] = [];
+      // Per slot tag, a line per shard (see READ_LUA); counters left empty when those of the line before.
+      const args: string[] = [];
+      let slotTag = '';
+      let lines = '';
       let previous: readonly string[] = [];
       for (const index of indexes) {
         const { shard, encodedIds, counters } = requests[index];
-        keys.push(shard.generation);
-        // 0 counters: those of the shard before (see READ_LUA).
-        if (sameItems(counters, previous)) args.push(shard.rowPrefix, encodedIds.length, 0, ...encodedIds);
-        else args.push(shard.rowPrefix, encodedIds.length, counters.length, ...counters, ...encodedIds);
+        if (shard.slotTag !== slotTag) {
+          if (lines !== '') args.push(slotTag, lines);
+          slotTag = shard.slotTag;
+          lines = '';
+        }
+        lines += `${shard.shard}|${sameItems(counters, previous) ? '' : counters.join(' ')}|${encodedIds.join(' ')}\n`;
         previous = counters;
       }
-      return target.nestjsCounterRead(keys.length, ...keys, ...args);
+      args.push(slotTag, lines);
+      return target.nestjsCounterRead(1, requests[indexes[0]].shard.generation, ...args);
     });
     const results: ShardRowsResult[] = new Array(requests.length);
     calls.forEach((indexes, call) => {
-      const lines = (replies[call] as string).split('\n');
+      const reply = replies[call] as string;
       let at = 0;
+      /** The reply's next value, up to a space or a line break; null for an empty one (not seeded). */
+      const next = (): string => {
+        let end = at;
+        while (end < reply.length && reply.charCodeAt(end) !== SPACE && reply.charCodeAt(end) !== LINE_BREAK) end++;
+        const value = reply.slice(at, end);
+        at = end + 1;
+        return value;
+      };
       for (const index of indexes) {
-        const { encodedIds } = requests[index];
-        const generation = lines[at++];
-        const values = encodedIds.map(() => lines[at++].split(' ').map((value) => (value === '' ? null : Number(value))));
+        const { encodedIds, counters } = requests[index];
+        const generation = next();
+        const values = encodedIds.map(() =>
+          counters.map(() => {
+            const value = next();
+            return value === '' ? null : Number(value);
+          }),
+        );
         results[index] = { generation, values };
       }
     });

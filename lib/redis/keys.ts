@@ -82,7 +82,7 @@ export class ShardKeys {
   /** @param slotTag `prefix:{entity:group}`, the part of the key that decides the slot. */
   constructor(
     readonly slotTag: string,
-    shard: number,
+    readonly shard: number,
   ) {
     this.tag = `${slotTag}:${shard}`;
     this.slot = calculateSlot(slotTag);

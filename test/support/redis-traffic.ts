@@ -34,8 +34,9 @@ export class RedisTraffic {
     monitor.on('error', (error: Error) => {
       if (!error.message.startsWith('Command queue state error')) throw error;
     });
-    monitor.on('monitor', (_time: string, args: string[], source: string) => {
+    monitor.on('monitor', (_time: string, quoted: string[], source: string) => {
       if (source === 'lua') return;
+      const args = quoted.map(unescapeMonitorArg);
       const isMarker = args.length === 2 && ['get', 'echo'].includes(args[0].toLowerCase());
       const marker = isMarker ? this.markers.get(args[1]) : undefined;
       if (marker) return marker();
@@ -86,12 +87,25 @@ export class RedisTraffic {
   }
 }
 
+/**
+ * An argument as sent, from MONITOR's quoted form: Redis writes a line break as `\n`, a backslash as
+ * `\\` and other unprintable bytes as `\xHH` (ioredis only turns `\"` back into `"`).
+ */
+function unescapeMonitorArg(arg: string): string {
+  const escapes: Record<string, string> = { n: '\n', r: '\r', t: '\t', a: '\x07', b: '\b', '\\': '\\' };
+  return arg.replace(/\\(x[0-9a-f]{2}|[nrtab\\])/g, (_, code: string) =>
+    code.length === 3 ? String.fromCharCode(parseInt(code.slice(1), 16)) : escapes[code],
+  );
+}
+
 /** One round trip: an executed pipeline, or a command sent alone. */
 export interface RoundTrip {
   /** Its commands by name, in order. */
   commands: string[];
   /** The keys of each of its commands. */
   keys: string[][];
+  /** The arguments of each of its commands. */
+  args: string[][];
   /** The node (`host:port`) it went to; undefined for a lone command that a cluster routed on its own. */
   node?: string;
   pipelined: boolean;
@@ -119,19 +133,20 @@ export class RoundTrips {
     this.restore = tapCommands(client, (command) => {
       if (!command.pipeline) {
         if (command.args.some((arg) => arg.startsWith(`${prefix}:`))) {
-          this.trips.push({ commands: [command.name], keys: [command.keys], node: command.node, pipelined: false });
+          this.trips.push({ commands: [command.name], keys: [command.keys], args: [command.args], node: command.node, pipelined: false });
         }
         return;
       }
       // Each execution of a pipeline (a resend after a redirection too) is a round trip of its own.
       let trip = this.current.get(command.pipeline);
       if (!trip) {
-        trip = { commands: [], keys: [], node: command.node ?? '?', pipelined: true };
+        trip = { commands: [], keys: [], args: [], node: command.node ?? '?', pipelined: true };
         this.trips.push(trip);
         this.current.set(command.pipeline, trip);
       }
       trip.commands.push(command.name);
       trip.keys.push(command.keys);
+      trip.args.push(command.args);
     });
   }
 

@@ -10,8 +10,32 @@ export function scriptsBySha(client: AnyRedis): Map<string, string> {
   return new Map(Object.entries(scriptsSet).map(([name, script]) => [script.sha, name]));
 }
 
+/** One shard's part of a read call: the keys the script builds for it. */
+export interface ReadShard {
+  /** `<slot tag>:<shard>`, what every key of the shard starts with. */
+  tag: string;
+  generation: string;
+  rows: string[];
+}
+
+/**
+ * The shards a read call names and the keys the script builds for them, from its ARGV: per slot tag,
+ * the tag and a line per shard, "<shard>|<counters>|<encoded ids>" (see read.script.ts).
+ */
+export function readCallShards(argv: string[]): ReadShard[] {
+  const shards: ReadShard[] = [];
+  for (let at = 0; at < argv.length; at += 2) {
+    for (const line of argv[at + 1].split('\n').slice(0, -1)) {
+      const [shard, , ids] = line.split('|');
+      const tag = `${argv[at]}:${shard}`;
+      shards.push({ tag, generation: `${tag}:gen`, rows: ids.split(' ').map((id) => `${tag}:r:${id}`) });
+    }
+  }
+  return shards;
+}
+
 /** A script call's declared keys (KEYS) and other arguments (ARGV), from `EVALSHA sha numkeys …`. */
-export function scriptArguments(command: SentCommand): { keys: string[]; argv: string[] } {
+export function scriptArguments(command: Pick<SentCommand, 'args'>): { keys: string[]; argv: string[] } {
   const count = Number(command.args[1]);
   return { keys: command.args.slice(2, 2 + count), argv: command.args.slice(2 + count) };
 }
