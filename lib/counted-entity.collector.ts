@@ -15,19 +15,23 @@ const MAX_DEPTH = 32;
 export function collectCountedInstances(value: unknown, registry: CounterRegistry): CountedInstance[] {
   const found: CountedInstance[] = [];
   const seen = new Set<object>();
-  const visit = (node: unknown, depth: number): void => {
-    if (typeof node !== 'object' || node === null || depth > MAX_DEPTH || seen.has(node)) return;
+  // Only objects are visited: an entity's many number and string properties are passed over here.
+  const visit = (node: object, depth: number): void => {
+    if (depth > MAX_DEPTH || seen.has(node)) return;
     seen.add(node);
     if (Array.isArray(node)) {
-      for (const item of node) visit(item, depth + 1);
+      for (const item of node) if (typeof item === 'object' && item !== null) visit(item, depth + 1);
       return;
     }
     const entity = registry.forInstance(node);
     if (entity) found.push({ entity, instance: node as Record<string, unknown> });
     else if (!isPlainObject(node)) return;
-    for (const child of Object.values(node)) visit(child, depth + 1);
+    for (const key in node) {
+      const child = (node as Record<string, unknown>)[key];
+      if (typeof child === 'object' && child !== null && Object.hasOwn(node, key)) visit(child, depth + 1);
+    }
   };
-  visit(value, 0);
+  if (typeof value === 'object' && value !== null) visit(value, 0);
   return found;
 }
 

@@ -49,16 +49,19 @@ export class CounterReader {
   }
 
   /**
-   * Live values by `resultKey`; rows missing from the database are absent. With `fallback`, an
-   * unreachable Redis yields database values instead of an error.
+   * Live values of each request, in order; undefined for a row missing from the database. With
+   * `fallback`, an unreachable Redis yields database values instead of an error.
    */
-  async read(requests: RowRequest[], fallback: boolean): Promise<Map<string, RowValues>> {
+  async read(requests: RowRequest[], fallback: boolean): Promise<Array<RowValues | undefined>> {
+    const rows = requests.map((request) => this.locate(request));
+    let values: Map<string, RowValues>;
     try {
-      return await this.readLive(requests.map((request) => this.locate(request)));
+      values = await this.readLive(rows);
     } catch (error) {
       if (!fallback || !(error instanceof CounterStoreUnavailableError)) throw error;
-      return this.readDatabase(requests);
+      values = await this.databaseValues(rows);
     }
+    return rows.map((row) => values.get(row.slotKey));
   }
 
   /** Makes sure one row is seeded (the increment path), sharing the work with concurrent callers. */
@@ -94,7 +97,7 @@ export class CounterReader {
         groups.map((group) => ({
           shard: group.shardKeys,
           encodedIds: group.rows.map((row) => row.encodedId),
-          counters: group.entity.counters.map((counter) => counter.name),
+          counters: counterNamesOf(group.entity),
         })),
       );
       const misses: Array<{ row: PendingRow; generation: string }> = [];
@@ -128,7 +131,7 @@ export class CounterReader {
         shard: group.shardKeys,
         generation: generationOf.get(group.shardKeys.tag)!,
         encodedIds: group.rows.map((row) => row.encodedId),
-        counters: group.entity.counters.map((counter) => counter.name),
+        counters: counterNamesOf(group.entity),
         databaseValues: group.rows.map((row) => databaseValues.get(row.slotKey)!),
       })),
     );
@@ -141,10 +144,6 @@ export class CounterReader {
       }),
     );
     return retry;
-  }
-
-  private async readDatabase(requests: RowRequest[]): Promise<Map<string, RowValues>> {
-    return this.databaseValues(requests.map((request) => this.locate(request)));
   }
 
   /** Database values by result key, for the rows that exist. */
@@ -176,8 +175,26 @@ function toCount(value: unknown, entity: CountedEntity, counter: string, id: str
   return count;
 }
 
+/** The rows without repeats (a page may hold an entity twice); the same array when there are none. */
 function dedupe(rows: PendingRow[]): PendingRow[] {
-  return [...new Map(rows.map((row) => [row.slotKey, row])).values()];
+  const seen = new Set<string>();
+  for (const row of rows) seen.add(row.slotKey);
+  if (seen.size === rows.length) return rows;
+  return rows.filter((row) => seen.delete(row.slotKey));
+}
+
+/**
+ * The names of an entity's counters, one array per entity: the store sends a shard's names only when
+ * they differ from the shard's before, which it checks by identity first.
+ */
+const counterNames = new WeakMap<CountedEntity, string[]>();
+function counterNamesOf(entity: CountedEntity): string[] {
+  let names = counterNames.get(entity);
+  if (!names) {
+    names = entity.counters.map((counter) => counter.name);
+    counterNames.set(entity, names);
+  }
+  return names;
 }
 
 function groupByShard(rows: PendingRow[]) {

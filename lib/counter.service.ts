@@ -59,9 +59,7 @@ export class CounterService {
     const counted = this.registry.get(entity);
     const field = this.registry.counter(counted, counter);
     const rowId = toRowId(counted, id);
-    const values = (await this.reader.read([{ entity: counted, id: rowId }], true)).get(
-      CounterReader.resultKey(counted, rowId),
-    );
+    const [values] = await this.reader.read([{ entity: counted, id: rowId }], true);
     if (!values) throw new CounterRowNotFoundError(MESSAGES.rowNotFound(counted.name, rowId.text));
     return values[counted.counters.indexOf(field)];
   }
@@ -81,7 +79,7 @@ export class CounterService {
     const values = await this.reader.read(rowIds.map((id) => ({ entity: counted, id })), true);
     const result = new Map<Id, Record<string, number>>();
     ids.forEach((id, index) => {
-      const row = values.get(CounterReader.resultKey(counted, rowIds[index]));
+      const row = values[index];
       if (row) result.set(id, pick(counted, fields, row));
     });
     return result;
@@ -101,7 +99,7 @@ export class CounterService {
       requests.push({ entity, id: toRowId(entity, id), instance });
     }
     if (requests.length === 0) return value;
-    let values: Map<string, number[]>;
+    let values: Array<number[] | undefined>;
     try {
       values = await this.reader.read(requests, false);
     } catch (error) {
@@ -109,13 +107,11 @@ export class CounterService {
       this.logger.warn(`${MESSAGES.overlayFailed()} ${error.message}`);
       return value;
     }
-    for (const { entity, id, instance } of requests) {
-      const row = values.get(CounterReader.resultKey(entity, id));
-      if (!row) continue;
-      entity.counters.forEach((counter, index) => {
-        instance[counter.propertyName] = row[index];
-      });
-    }
+    requests.forEach(({ entity, instance }, index) => {
+      const row = values[index];
+      if (!row) return;
+      for (let counter = 0; counter < row.length; counter++) instance[entity.counters[counter].propertyName] = row[counter];
+    });
     return value;
   }
 

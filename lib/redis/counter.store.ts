@@ -43,8 +43,6 @@ type CallTarget = ScriptCommands<unknown> & { set(key: string, value: string, mo
  * connects it). In any other state it would be refused or queued, so it is refused before sending.
  */
 const SENDABLE_STATES = new Set(['ready', 'wait']);
-const SPACE = 0x20;
-const LINE_BREAK = 0x0a;
 
 export interface IncrementRequest {
   shard: ShardKeys;
@@ -196,26 +194,19 @@ export class CounterStore {
     });
     const results: ShardRowsResult[] = new Array(requests.length);
     calls.forEach((indexes, call) => {
-      const reply = replies[call] as string;
+      // Per shard its generation, then per row one value per counter, '' where there is none.
+      const values = (replies[call] as string).split(' ');
       let at = 0;
-      /** The reply's next value, up to a space or a line break; null for an empty one (not seeded). */
-      const next = (): string => {
-        let end = at;
-        while (end < reply.length && reply.charCodeAt(end) !== SPACE && reply.charCodeAt(end) !== LINE_BREAK) end++;
-        const value = reply.slice(at, end);
-        at = end + 1;
-        return value;
-      };
       for (const index of indexes) {
         const { encodedIds, counters } = requests[index];
-        const generation = next();
-        const values = encodedIds.map(() =>
-          counters.map(() => {
-            const value = next();
-            return value === '' ? null : Number(value);
-          }),
-        );
-        results[index] = { generation, values };
+        const generation = values[at++];
+        const rows: (number | null)[][] = new Array(encodedIds.length);
+        for (let row = 0; row < rows.length; row++) {
+          const counts: (number | null)[] = new Array(counters.length);
+          for (let counter = 0; counter < counts.length; counter++, at++) counts[counter] = values[at] === '' ? null : Number(values[at]);
+          rows[row] = counts;
+        }
+        results[index] = { generation, values: rows };
       }
     });
     return results;
@@ -574,7 +565,7 @@ function toStoreError(error: unknown): unknown {
 }
 
 function sameItems(a: readonly string[], b: readonly string[]): boolean {
-  return a.length === b.length && a.every((item, index) => item === b[index]);
+  return a === b || (a.length === b.length && a.every((item, index) => item === b[index]));
 }
 
 /** `items` cut into runs of at most `size`. */

@@ -12,10 +12,10 @@
  * are built here: `<tag>:<shard>:r:<id>` and `<tag>:<shard>:gen`. A request packed into a few strings
  * instead of an argument per id, counter and shard: a 100-row page over 54 shards was 320 arguments,
  * and ioredis handles each of them (flattening, length, routing hash for each declared key).
- * Returns one string of lines: per shard its generation (an empty line when every row of the shard has
- * every counter: nothing to seed, so nothing to compare), then per row the live values (`v:` fields) of
- * the counters joined by spaces, an empty value for a counter the row has none of (not seeded for it).
- * Values are decimal integers, so neither a value nor the generation holds a space or a line break.
+ * Returns one string of values joined by spaces: per shard its generation (empty when every row of the
+ * shard has every counter: nothing to seed, so nothing to compare), then per row the live values (`v:`
+ * fields) of the counters, empty for a counter the row has none of (not seeded for it). Values are
+ * decimal integers, so neither a value nor the generation holds a space.
  * One string instead of an array of arrays: ioredis decodes a reply element by element, and for a page
  * of 100 rows that took longer than Redis took to run the script (about 600 of 1,000 µs per page on this
  * project's machine; 200 of 500 µs as one string). HMGET of the live fields instead of HGETALL: only the
@@ -52,5 +52,5 @@ for a = 1, #ARGV, 2 do
     if missing then out[generationAt] = redis.call('GET', tag .. ':gen') or '0' end
   end
 end
-return table.concat(out, '\\n')
+return table.concat(out, ' ')
 `;
