@@ -8,6 +8,7 @@ const POSITIVE_INTEGERS = [
   'slotsPerEntity',
   'flushIntervalMs',
   'flushBatchSize',
+  'flushConcurrency',
   'flushLeaseMs',
   'flushMaxBackoffMs',
   'cleanRowTtlSeconds',

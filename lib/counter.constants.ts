@@ -19,6 +19,7 @@ export const COUNTER_DEFAULTS = {
   flushOnShutdown: true,
   flushIntervalMs: 1_000,
   flushBatchSize: 1_000,
+  flushConcurrency: 4,
   flushLeaseMs: 30_000,
   flushMaxBackoffMs: 60_000,
   cleanRowTtlSeconds: 3_600,

@@ -126,7 +126,7 @@ export class CounterFlusher implements OnApplicationBootstrap {
         );
       }
     };
-    await Promise.all(Array.from({ length: flushWorkersOf(this.database.dialect) }, worker));
+    await Promise.all(Array.from({ length: flushWorkersOf(this.database.transactionsAtOnce) }, worker));
     // A stopped flush gives back the leases of shards it would have come back to.
     const held = run.queue.filter((work) => work.holding);
     await Promise.all(held.map((work) => this.store.release(work.keys, run.token).catch(() => undefined)));

@@ -5,7 +5,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { QueryRunner } from 'typeorm';
 import { flushWorkersOf } from '../lib/sql/counter-dialect.js';
 import { CounterDatabase, type DeltaBatch } from '../lib/sql/counter.database.js';
-import type { CounterApp } from './support/counter-app.js';
+import type { FlushReport } from '../lib/interfaces/index.js';
+import { startCounterApp, type CounterApp } from './support/counter-app.js';
+import { deleteKeys, uniquePrefix } from './support/redis.js';
 import { useCounterSuite } from './support/counter-suite.js';
 import { DATABASES } from './support/databases.js';
 import { Article, Remark } from './support/entities.js';
@@ -31,8 +33,8 @@ describe.each(DATABASES)('batches of several shards in one transaction on %s', (
   const ledgerRows = () => counter.dataSource.getRepository(CounterLedgerEntry).count();
 
   /** 12 articles and 8 remarks, each changed: every shard of both entities has rows to write. */
-  async function dirtyRows() {
-    const { counters, dataSource } = counter;
+  async function dirtyRows(app: CounterApp = counter) {
+    const { counters, dataSource } = app;
     const articleIds = await insertArticles(dataSource, Array.from({ length: 12 }, (_, i) => i));
     const remarkIds = await insertRemarks(dataSource, Array.from({ length: 8 }, (_, i) => 100 + i), `${prefix}-${Date.now()}`);
     for (const [i, id] of articleIds.entries()) await counters.increment(Article, id, 'like_count', i + 1);
@@ -43,12 +45,12 @@ describe.each(DATABASES)('batches of several shards in one transaction on %s', (
     return { articleIds, remarkIds, shards };
   }
 
-  async function expectExact(articleIds: number[], remarkIds: string[]) {
-    const articles = await articleCounts(counter.dataSource, articleIds);
+  async function expectExact(articleIds: number[], remarkIds: string[], app: CounterApp = counter) {
+    const articles = await articleCounts(app.dataSource, articleIds);
     expect(articleIds.map((id) => articles.get(id))).toEqual(
       articleIds.map((_, i) => ({ likes: i + (i + 1), views: i < 5 ? 7 : 0 })),
     );
-    const remarks = await remarkCounts(counter.dataSource, remarkIds);
+    const remarks = await remarkCounts(app.dataSource, remarkIds);
     expect(remarkIds.map((id) => remarks.get(id))).toEqual(remarkIds.map((_, i) => 100 + i + 3));
   }
 
@@ -63,21 +65,23 @@ describe.each(DATABASES)('batches of several shards in one transaction on %s', (
     expect(report).toMatchObject({ batches: 2 * SHARDS, rows: 20, recoveredBatches: 0, failedShards: 0 });
     // 8 shards' batches in at most one transaction per worker: each worker takes shards until none are
     // left (a worker that only met the shards of an entity without changes writes none).
-    expect(apply.mock.calls.length).toBeLessThanOrEqual(flushWorkersOf(databaseService.dialect));
+    expect(apply.mock.calls.length).toBeLessThanOrEqual(flushWorkersOf(databaseService.transactionsAtOnce));
     const written = apply.mock.calls.flatMap(([batches]) => batchShards(batches));
     expect(written.sort()).toEqual([...shards].sort());
     expect(await ledgerRows()).toBe(ledgerBefore + 2 * SHARDS);
     await expectExact(articleIds, remarkIds);
   });
 
-  it('never runs more transactions at once than the database takes (one on SQLite)', async () => {
-    const { articleIds, remarkIds } = await dirtyRows();
-    const { dialect } = counter.app.get(CounterDatabase);
+  /**
+   * Runs `flushes` and returns the most batch transactions `app` had open at once: each transaction is
+   * held open a moment, so a worker free to start another one meanwhile would.
+   */
+  async function mostOpenDuring(app: CounterApp, flushes: () => Promise<unknown>): Promise<number> {
     let open = 0;
     let mostOpen = 0;
     const watched = new WeakSet<QueryRunner>();
-    const createRunner = counter.dataSource.createQueryRunner.bind(counter.dataSource);
-    vi.spyOn(counter.dataSource, 'createQueryRunner').mockImplementation((mode) => {
+    const createRunner = app.dataSource.createQueryRunner.bind(app.dataSource);
+    vi.spyOn(app.dataSource, 'createQueryRunner').mockImplementation((mode) => {
       const runner = createRunner(mode);
       if (watched.has(runner)) return runner;
       // SQLite's driver hands out one runner for every call: watch each runner once.
@@ -87,7 +91,6 @@ describe.each(DATABASES)('batches of several shards in one transaction on %s', (
       const rollback = runner.rollbackTransaction.bind(runner);
       vi.spyOn(runner, 'startTransaction').mockImplementation(async (level) => {
         mostOpen = Math.max(mostOpen, ++open);
-        // Each transaction held open a moment: a worker free to start another one meanwhile would.
         await sleep(20);
         return start(level);
       });
@@ -95,14 +98,46 @@ describe.each(DATABASES)('batches of several shards in one transaction on %s', (
       vi.spyOn(runner, 'rollbackTransaction').mockImplementation(() => rollback().finally(() => open--));
       return runner;
     });
-
-    const report = await counter.counters.flush();
-    expect(report.error).toBeUndefined();
-    expect(report).toMatchObject({ batches: 2 * SHARDS, rows: 20, failedShards: 0 });
-    expect(mostOpen).toBeGreaterThanOrEqual(1);
-    expect(mostOpen).toBeLessThanOrEqual(dialect.parallelTransactions);
+    await flushes();
     expect(open).toBe(0);
+    return mostOpen;
+  }
+
+  it('never runs more transactions at once than the database takes (one on SQLite)', async () => {
+    const { articleIds, remarkIds } = await dirtyRows();
+    let report: FlushReport | undefined;
+    const mostOpen = await mostOpenDuring(counter, async () => void (report = await counter.counters.flush()));
+    expect(report?.error).toBeUndefined();
+    expect(report).toMatchObject({ batches: 2 * SHARDS, rows: 20, failedShards: 0 });
+    // The default flushConcurrency (4) on PostgreSQL and MariaDB.
+    expect(mostOpen).toBeGreaterThanOrEqual(1);
+    expect(mostOpen).toBeLessThanOrEqual(database === 'sqlite' ? 1 : 4);
     await expectExact(articleIds, remarkIds);
+  });
+
+  it('runs flushConcurrency transactions at once, over all flushes of the instance (one on SQLite)', async () => {
+    const boundedPrefix = uniquePrefix('group-bounded');
+    const bounded = await startCounterApp({
+      database: suite.database.options,
+      keyPrefix: boundedPrefix,
+      synchronize: false,
+      counter: { shards: SHARDS, flushConcurrency: 2 },
+    });
+    try {
+      const { articleIds, remarkIds } = await dirtyRows(bounded);
+      // Two flushes at once (the scheduled one and a flush() call, say): still two transactions at most.
+      let reports: FlushReport[] = [];
+      const mostOpen = await mostOpenDuring(bounded, async () => {
+        reports = await Promise.all([bounded.counters.flush(), bounded.counters.flush()]);
+      });
+      expect(reports.map((report) => report.error)).toEqual([undefined, undefined]);
+      expect(reports[0].rows + reports[1].rows).toBe(20);
+      expect(mostOpen).toBe(database === 'sqlite' ? 1 : 2);
+      await expectExact(articleIds, remarkIds, bounded);
+    } finally {
+      await bounded.close();
+      await deleteKeys(suite.redis, boundedPrefix);
+    }
   });
 
   it('writes each batch on its own when one of a transaction is already in the ledger', async () => {

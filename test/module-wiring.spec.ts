@@ -304,6 +304,7 @@ describe.each(DATABASES)('module wiring on %s', (databaseName) => {
       ['slotsPerEntity: 0', { slotsPerEntity: 0 }, ['"slotsPerEntity"', 'a positive integer', 'got 0']],
       ['shards: 100000', { shards: 100_000 }, ['"shards"', 'at most 16384', 'got 100000']],
       ['flushIntervalMs: -1', { flushIntervalMs: -1 }, ['"flushIntervalMs"', 'a positive integer', 'got -1']],
+      ['flushConcurrency: 0', { flushConcurrency: 0 }, ['"flushConcurrency"', 'a positive integer', 'got 0']],
       ['keyPrefix: "a{b}"', { keyPrefix: 'a{b}' }, ['"keyPrefix"', 'without "{" or "}"', 'got a{b}']],
     ] as const)('with the bad option %s', async (_, option, fragments) => {
       for (const start of [

@@ -234,7 +234,7 @@ export const flushThroughput: BenchScenario = {
           'scripts) and Node. "library SQL statements" counts BEGIN, ledger INSERT, UPDATE and COMMIT of every batch.',
         `A shard's rows go in its own batches, so a flush makes at least one transaction per dirty shard ` +
           `(${COUNTER_DEFAULTS.shards} × 3 entities here), whatever the batch size.`,
-        'The library runs up to 4 batch transactions at once on PostgreSQL and MariaDB (1 on SQLite, where a second worker claims in Redis meanwhile); the baseline runs its ' +
+        'The library runs up to 4 batch transactions at once on PostgreSQL and MariaDB (the default `flushConcurrency`) (1 on SQLite, where a second worker claims in Redis meanwhile); the baseline runs its ' +
           'statements one at a time.',
       ],
     };

@@ -62,6 +62,13 @@ export interface CounterModuleOptions {
    */
   flushBatchSize?: number;
   /**
+   * Batch transactions the instance's flushes run at once on PostgreSQL and MySQL/MariaDB, each on a
+   * pooled connection of its own: keep it well below the pool size, so that requests still get
+   * connections while a backlog is flushed. SQLite runs one at a time whatever this is.
+   * @default 4
+   */
+  flushConcurrency?: number;
+  /**
    * How long a flusher owns a shard before another instance may take it over, in milliseconds.
    * Must be well above the time one batch takes to write.
    * @default 30000

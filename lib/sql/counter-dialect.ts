@@ -19,18 +19,22 @@ export interface Statement {
 }
 
 /**
- * Workers one flush runs: one per transaction the database may run at once, and at least two, so that
- * with a single writer (SQLite) one claims its next batches in Redis while the other's transaction runs
- * (CounterDatabase then lets one transaction through at a time). Flush bench, SQLite, 100,000 rows:
- * 55,000-58,000 rows/s with one worker, 71,000-85,000 with two, 76,000-79,000 with three.
+ * Workers one flush runs: one per batch transaction the instance runs at once, and at least two, so
+ * that with one transaction at a time (SQLite, or `flushConcurrency: 1`) one claims its next batches in
+ * Redis while the other's transaction runs (CounterDatabase then lets one transaction through at a
+ * time). Flush bench, SQLite, 100,000 rows: 55,000-58,000 rows/s with one worker, 71,000-85,000 with
+ * two, 76,000-79,000 with three.
  */
-export function flushWorkersOf(dialect: CounterDialect): number {
-  return Math.max(2, dialect.parallelTransactions);
+export function flushWorkersOf(transactionsAtOnce: number): number {
+  return Math.max(2, transactionsAtOnce);
 }
 
 /** What differs between databases: statement shapes, placeholders and error codes. */
 export interface CounterDialect {
-  /** Batch transactions one process may run at once (SQLite's driver has a single connection). */
+  /**
+   * Batch transactions one process may run at once, whatever `flushConcurrency` asks: 1 where the
+   * driver has a single connection (SQLite), unbounded where each transaction takes a pooled one.
+   */
   parallelTransactions: number;
   placeholder(position: number): string;
   /** The values an integer column type can hold, when the database enforces a range narrower than 64 bits. */

@@ -34,11 +34,14 @@ export class CounterDatabase {
   /** What differs for this data source's database: statement shapes, limits, error codes. */
   readonly dialect: CounterDialect;
   /**
-   * The last batch transaction queued, when the driver has a single connection (SQLite): two
-   * transactions on one connection would interleave, so every flush of this instance (the scheduled
-   * one, `flush()` calls) takes its turn.
+   * Batch transactions this instance runs at once, over all its flushes (the scheduled one, `flush()`
+   * calls): `flushConcurrency`, and one where the driver has a single connection (SQLite), on which two
+   * transactions would interleave.
    */
-  private queue: Promise<unknown> = Promise.resolve();
+  readonly transactionsAtOnce: number;
+  private running = 0;
+  /** Transactions waiting for one of those running to end, first come first served. */
+  private readonly waiting: Array<() => void> = [];
   /** The dialect for the server reached, once asked (see `CounterDialect.forServer`). */
   private serverDialect?: Promise<CounterDialect>;
 
@@ -47,6 +50,7 @@ export class CounterDatabase {
     @Inject(COUNTER_OPTIONS) private readonly options: ResolvedCounterOptions,
   ) {
     this.dialect = dialectFor(dataSource);
+    this.transactionsAtOnce = Math.min(options.flushConcurrency, this.dialect.parallelTransactions);
   }
 
   /** Counter values of the rows that exist, by id as the database returns it. */
@@ -75,11 +79,17 @@ export class CounterDatabase {
     return this.bounded('pruning the ledger', () => this.pruneLedgerNow(retentionMs));
   }
 
-  private inTurn<T>(run: () => Promise<T>): Promise<T> {
-    if (this.dialect.parallelTransactions > 1) return run();
-    const turn = this.queue.then(run);
-    this.queue = turn.catch(() => undefined);
-    return turn;
+  private async inTurn<T>(run: () => Promise<T>): Promise<T> {
+    // A transaction that ends hands its place to the first one waiting, if any.
+    if (this.running < this.transactionsAtOnce) this.running++;
+    else await new Promise<void>((resolve) => this.waiting.push(resolve));
+    try {
+      return await run();
+    } finally {
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.running--;
+    }
   }
 
   /**

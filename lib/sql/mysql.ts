@@ -13,7 +13,8 @@ const MARIADB_VALUES_SINCE = [10, 3, 3];
  * `VALUES` list instead (see `forServer`).
  */
 export const mysqlDialect: CounterDialect = {
-  parallelTransactions: 4,
+  // Each transaction on a pooled connection of its own: `flushConcurrency` sets how many.
+  parallelTransactions: Number.POSITIVE_INFINITY,
   integerRange: fixedIntegerRange,
   placeholder: () => '?',
   // Beyond a few thousand rows the derived table costs more per row (MariaDB, 3 columns: 8.2 µs per row

@@ -9,7 +9,8 @@ const TRANSIENT = new Set([DEADLOCK_DETECTED, '40001', '55P03']);
  * the rows found by primary key.
  */
 export const postgresDialect: CounterDialect = {
-  parallelTransactions: 4,
+  // Each transaction on a pooled connection of its own: `flushConcurrency` sets how many.
+  parallelTransactions: Number.POSITIVE_INFINITY,
   integerRange: fixedIntegerRange,
   placeholder: (position) => `$${position}`,
   // A statement has one parameter per column, whatever the rows.
