@@ -64,7 +64,9 @@ export interface CounterModuleOptions {
   /**
    * Batch transactions the instance's flushes run at once on PostgreSQL and MySQL/MariaDB, each on a
    * pooled connection of its own: keep it well below the pool size, so that requests still get
-   * connections while a backlog is flushed. SQLite runs one at a time whatever this is.
+   * connections while a backlog is flushed. A transaction that outlives `databaseTimeoutMs` (its flush
+   * gave up on it) keeps its place until the database ends it, so later flushes never take more
+   * connections than this. SQLite runs one at a time whatever this is.
    * @default 4
    */
   flushConcurrency?: number;
