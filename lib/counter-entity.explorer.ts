@@ -92,6 +92,7 @@ export class CounterEntityExplorer implements OnModuleInit {
       numericId: INTEGER_TYPES.has(primaryType),
       uuidId: primaryType === 'uuid' || primary.generationStrategy === 'uuid',
       counters,
+      counterNames: counters.map((counter) => counter.name),
     });
   }
 

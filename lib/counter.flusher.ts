@@ -173,7 +173,7 @@ export class CounterFlusher implements OnApplicationBootstrap {
     // generation recorded while the claim is in flight may be newer than what the claim saw.)
     const seenBefore = this.generations.get(work.keys.tag) ?? 0;
     const claim = await this.store.claim(work.keys, {
-      counters: work.entity.counters.map((counter) => counter.name),
+      counters: work.entity.counterNames,
       token: run.token,
       leaseMs: this.options.flushLeaseMs,
       batchId: randomUUID(),
@@ -258,8 +258,7 @@ export class CounterFlusher implements OnApplicationBootstrap {
   private async acknowledge(run: FlushRun, claimed: ClaimedBatch, missingIds: Array<string | number>): Promise<void> {
     const { work, batch, more } = claimed;
     const missing = missingIds.map((id) => claimed.encodedIdOf.get(String(id)) ?? String(id));
-    const counters = work.entity.counters.map((counter) => counter.name);
-    const acknowledged = await this.store.ack(work.keys, batch.batchId, run.token, !more, counters, missing);
+    const acknowledged = await this.store.ack(work.keys, batch.batchId, run.token, !more, work.entity.counterNames, missing);
     // The ack moved the generation on by one (others can only have moved it further).
     if (acknowledged) this.recordGeneration(work, claimed.generation + 1);
     if (more) run.queue.unshift(work);

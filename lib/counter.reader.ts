@@ -97,7 +97,7 @@ export class CounterReader {
         groups.map((group) => ({
           shard: group.shardKeys,
           encodedIds: group.rows.map((row) => row.encodedId),
-          counters: counterNamesOf(group.entity),
+          counters: group.entity.counterNames,
         })),
       );
       const misses: Array<{ row: PendingRow; generation: string }> = [];
@@ -131,7 +131,7 @@ export class CounterReader {
         shard: group.shardKeys,
         generation: generationOf.get(group.shardKeys.tag)!,
         encodedIds: group.rows.map((row) => row.encodedId),
-        counters: counterNamesOf(group.entity),
+        counters: group.entity.counterNames,
         databaseValues: group.rows.map((row) => databaseValues.get(row.slotKey)!),
       })),
     );
@@ -181,20 +181,6 @@ function dedupe(rows: PendingRow[]): PendingRow[] {
   for (const row of rows) seen.add(row.slotKey);
   if (seen.size === rows.length) return rows;
   return rows.filter((row) => seen.delete(row.slotKey));
-}
-
-/**
- * The names of an entity's counters, one array per entity: the store sends a shard's names only when
- * they differ from the shard's before, which it checks by identity first.
- */
-const counterNames = new WeakMap<CountedEntity, string[]>();
-function counterNamesOf(entity: CountedEntity): string[] {
-  let names = counterNames.get(entity);
-  if (!names) {
-    names = entity.counters.map((counter) => counter.name);
-    counterNames.set(entity, names);
-  }
-  return names;
 }
 
 function groupByShard(rows: PendingRow[]) {

@@ -28,6 +28,8 @@ export interface CountedEntity {
   /** Whether string ids are UUIDs, which the database compares without regard to case. */
   uuidId: boolean;
   counters: CounterField[];
+  /** The counters' names, in the same order: one array, made once, for every Redis call that names them. */
+  counterNames: string[];
 }
 
 /** Counted entities by class; filled once at bootstrap by the explorer. */
@@ -62,7 +64,7 @@ export class CounterRegistry {
     const field = entity.counters.find((counter) => counter.name === name);
     if (!field) {
       throw new UnknownCounterError(
-        MESSAGES.unknownCounter(entity.name, String(name), entity.counters.map((counter) => counter.name)),
+        MESSAGES.unknownCounter(entity.name, String(name), entity.counterNames),
       );
     }
     return field;

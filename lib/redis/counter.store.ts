@@ -603,7 +603,7 @@ function sameRow(a: IncrementRequest, b: IncrementRequest): boolean {
  * A claimed batch's deltas as rows: the claim script's lines alternate a field name ("<encoded id>
  * <counter>") and its delta. Each row has a delta (0 when none) per counter of `counters`; the changes
  * of other counters (added to the entity by a newer deployment, or removed from it) come back as they
- * came, field name and delta, for the ack to give back. Read in place, without splitting the reply into
+ * came, field name and delta, for the flusher to give back before it writes the batch. Read in place, without splitting the reply into
  * lines (a claim's reply holds a line per field of up to flushBatchSize rows).
  */
 function batchRowsOf(deltas: string, counters: string[]): { rows: BatchRow[]; unknown: string[] } {
