@@ -1,17 +1,18 @@
 import { generateMulti } from 'cluster-key-slot';
 import request from 'supertest';
 import type { App } from 'supertest/types.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { In } from 'typeorm';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { COUNTER_DEFAULTS, MAX_ROWS_PER_CALL } from '../lib/counter.constants.js';
 import { CounterKeys } from '../lib/redis/keys.js';
-import { startCounterApp, type CounterApp } from './support/counter-app.js';
-import { createTestDatabase, DATABASES, type TestDatabase } from './support/databases.js';
+import type { CounterApp } from './support/counter-app.js';
 import { Article } from './support/entities.js';
+import { insertArticleRows, spreadIds } from './support/rows.js';
 import { LIVE_COUNTS_CONTROLLERS } from './support/live-counts.controller.js';
-import { deleteKeys, uniquePrefix } from './support/redis.js';
-import { nodeOfTrip, RoundTrips, type RoundTrip } from './support/redis-traffic.js';
+import { nodeOfTrip, type RoundTrip, type RoundTrips } from './support/redis-traffic.js';
+import { useRoundTripSuite } from './support/round-trip-suite.js';
 import { slotOwners } from './support/slot-owners.js';
-import { inspectionClient, moduleClient, TOPOLOGIES } from './support/topologies.js';
+import { TOPOLOGIES } from './support/topologies.js';
 import { readCallShards, scriptArguments } from './support/script-calls.js';
 
 /** Many shards, so that 100 rows spread over dozens of them, every slot group and every master of the cluster. */
@@ -23,11 +24,8 @@ const ROWS = 100;
 // only one): one on a single Redis, at most one per master on a cluster, never one per row (DESIGN.md:
 // CounterInterceptor, G5).
 describe.each(TOPOLOGIES)('round trips of a %s read of 100 rows', (topology) => {
-  const prefix = uniquePrefix('trips');
-  const redis = inspectionClient(topology);
-  /** The module's client: ours, so its traffic can be counted. */
-  const client = moduleClient(topology);
-  let database: TestDatabase;
+  const suite = useRoundTripSuite(topology, 'trips', { shards: SHARDS }, LIVE_COUNTS_CONTROLLERS);
+  const { prefix, redis } = suite;
   let counter: CounterApp;
   let roundTrips: RoundTrips;
   let articles: Article[];
@@ -35,30 +33,17 @@ describe.each(TOPOLOGIES)('round trips of a %s read of 100 rows', (topology) => 
   let likes: Map<number, number>;
 
   beforeAll(async () => {
-    database = await createTestDatabase(DATABASES[0]);
-    counter = await startCounterApp({
-      database: database.options,
-      keyPrefix: prefix,
-      redis: client,
-      counter: { shards: SHARDS },
-      controllers: LIVE_COUNTS_CONTROLLERS,
-    });
+    ({ counter, roundTrips } = suite);
     const repository = counter.dataSource.getRepository(Article);
-    articles = await repository.save(
-      Array.from({ length: ROWS }, (_, i) => repository.create({ title: 'spread', likeCount: i, viewCount: 1_000 + i })),
+    // Rows of unrelated ids, as a page sorted by anything but the id holds (consecutive ids share shards).
+    const ids = spreadIds(new CounterKeys(prefix, SHARDS), ROWS);
+    await insertArticleRows(
+      counter.dataSource,
+      ids.map((id, i) => ({ id, title: 'spread', likeCount: i, viewCount: 1_000 + i })),
     );
+    articles = await repository.findBy({ id: In(ids) });
     articles.sort((a, b) => a.id - b.id);
     likes = new Map(articles.map((article) => [article.id, article.likeCount]));
-    roundTrips = new RoundTrips(client, prefix);
-  });
-
-  afterAll(async () => {
-    roundTrips?.stop();
-    await counter?.close();
-    await database?.drop();
-    await deleteKeys(redis, prefix);
-    client.disconnect();
-    redis.disconnect();
   });
 
   /** The shards the 100 rows live in, their slots, and the nodes that serve those slots (per the server). */
@@ -149,9 +134,12 @@ describe.each(TOPOLOGIES)('round trips of a %s read of 100 rows', (topology) => 
 
   it('a getMany of 600 rows: script calls of whole shards, at most 250 rows each', async () => {
     const repository = counter.dataSource.getRepository(Article);
-    const more = await repository.save(
-      Array.from({ length: 500 }, (_, i) => repository.create({ title: 'more', likeCount: 7 * i, viewCount: 3 })),
+    const moreIds = spreadIds(new CounterKeys(prefix, SHARDS), 500);
+    await insertArticleRows(
+      counter.dataSource,
+      moreIds.map((id, i) => ({ id, title: 'more', likeCount: 7 * i, viewCount: 3 })),
     );
+    const more = await repository.findBy({ id: In(moreIds) });
     const all = [...articles, ...more];
     const keys = new CounterKeys(prefix, SHARDS);
     const table = counter.dataSource.getMetadata(Article).tablePath;

@@ -1,7 +1,7 @@
 import calculateSlot, { generateMulti } from 'cluster-key-slot';
 import type { Cluster, Command } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { CounterLedgerEntry } from '../lib/index.js';
+import { CounterDatabaseUnavailableError, CounterLedgerEntry } from '../lib/index.js';
 import { CounterKeys } from '../lib/redis/keys.js';
 import { CounterStore } from '../lib/redis/counter.store.js';
 import { CounterDatabase } from '../lib/sql/counter.database.js';
@@ -10,7 +10,7 @@ import { startCounterApp, type CounterApp } from './support/counter-app.js';
 import { createTestDatabase, DATABASES, type TestDatabase } from './support/databases.js';
 import { Article, ArticleBeforeViewCount, Remark } from './support/entities.js';
 import { deleteKeys, masters, uniquePrefix } from './support/redis.js';
-import { articleCounts, insertArticles, insertRemarks, remarkCounts } from './support/rows.js';
+import { articleCounts, insertArticles, insertRemarks, remarkCounts, spreadIds } from './support/rows.js';
 import { claimedBatchId, claimedIds, readCallShards, replicasAwaited, scriptArguments, scriptsBySha } from './support/script-calls.js';
 import { listedReplicas, slotOwners } from './support/slot-owners.js';
 import { inspectionClient, moduleClient, TOPOLOGIES } from './support/topologies.js';
@@ -101,7 +101,7 @@ describe.runIf(TOPOLOGIES.includes('cluster'))('hash slots of every command on a
   /** Every library path, with exact checks of what each one returns and writes. */
   async function walkEveryPath(): Promise<void> {
     const { dataSource, counters } = counter;
-    const articleIds = await insertArticles(dataSource, Array.from({ length: ARTICLES }, (_, i) => i));
+    const articleIds = await insertArticles(dataSource, Array.from({ length: ARTICLES }, (_, i) => i), 0, spreadIds(keys, ARTICLES));
     const remarkIds = await insertRemarks(dataSource, Array.from({ length: REMARKS }, (_, i) => 5 + i), prefix);
     const likes = new Map(articleIds.map((id, i) => [id, i]));
     const replies = new Map(remarkIds.map((id, i) => [id, 5 + i]));
@@ -161,12 +161,23 @@ describe.runIf(TOPOLOGIES.includes('cluster'))('hash slots of every command on a
       .mockRejectedValueOnce(new SimulatedCrash('applyBatches'));
     expect((await counters.flush()).error).toBeInstanceOf(SimulatedCrash);
     const crashedBatches = apply.mock.calls[0][0];
-    crashedRows = crashedBatches.reduce((sum, batch) => sum + batch.rows.length, 0);
+    crashedRows = crashedBatches.reduce((sum, batch) => sum + batch.rows.ids.length, 0);
     vi.restoreAllMocks();
     await new Promise((resolve) => setTimeout(resolve, LEASE_MS + 100));
     expect((await flush()).recoveredBatches).toBe(crashedBatches.length);
     const recovered = await articleCounts(dataSource, articleIds);
     expect(articleIds.map((id) => recovered.get(id)!.likes)).toEqual(articleIds.map((id) => likes.get(id)));
+
+    // A transaction that fails with the database gone: its shards' leases are released at once, and the
+    // next flush writes their batches.
+    const retried = articleIds[7];
+    likes.set(retried, likes.get(retried)! + 6);
+    expect(await counters.increment(Article, retried, 'like_count', 6)).toBe(likes.get(retried));
+    vi.spyOn(counter.app.get(CounterDatabase), 'applyBatches').mockRejectedValueOnce(new CounterDatabaseUnavailableError('gone'));
+    expect((await counters.flush()).error).toBeInstanceOf(CounterDatabaseUnavailableError);
+    vi.restoreAllMocks();
+    expect((await flush()).recoveredBatches).toBe(1);
+    expect((await articleCounts(dataSource, [retried])).get(retried)!.likes).toBe(likes.get(retried));
 
     // A row deleted under pending deltas: the deltas are dropped, and its hash deleted.
     const doomed = articleIds[5];
@@ -351,9 +362,10 @@ describe.runIf(TOPOLOGIES.includes('cluster'))('hash slots of every command on a
     // Every row was seeded once: each article and remark, read before its first increment.
     expect(rebuilt.filter(({ script }) => script === 'seed')).toHaveLength(ARTICLES + REMARKS);
     // Every claimed row was in a claim's reply: the first flush's, the crashed flush's, the crashed
-    // batch's again when recovered, the deleted row's (which its ack also names as missing), and the
-    // row the older instance claimed and then this one.
-    expect(claimedRows).toBe(ARTICLES + REMARKS + CRASHED_ARTICLES + crashedRows + 1 + 2);
+    // batch's again when recovered, the row whose transaction failed and again when recovered, the
+    // deleted row's (which its ack also names as missing), and the row the older instance claimed and
+    // then this one.
+    expect(claimedRows).toBe(ARTICLES + REMARKS + CRASHED_ARTICLES + crashedRows + 2 + 1 + 2);
     expect(missingIds).toBe(1);
     expect(rebuilt.filter(({ declaredSlot, key }) => declaredSlot < 0 || calculateSlot(key) !== declaredSlot)).toEqual([]);
   });

@@ -17,7 +17,7 @@ import { Article } from './support/entities.js';
 import { openObserver } from './support/observer.js';
 import { PrivateRedis } from './support/private-redis.js';
 import { deleteKeys, scanKeys, testRedis, uniquePrefix } from './support/redis.js';
-import { articleCounts, insertArticles } from './support/rows.js';
+import { articleCounts, insertArticles, spreadIds } from './support/rows.js';
 import { TcpProxy } from './support/tcp-proxy.js';
 
 /** Only a hang takes this long: the module's Redis commands time out after REDIS_TIMEOUT_MS. */
@@ -315,9 +315,9 @@ describe.each(DATABASES)('degradation on %s', (databaseName) => {
     teardown.push(() => outage.close());
     // Batches of one row: a transaction holds one shard, so every shard would take a failed transaction.
     const app = await startApp(outage.options, { shards: 8, flushBatchSize: 1 });
-    const ids = await insertArticles(observer, Array.from({ length: 40 }, () => 0));
-    for (const id of ids) await app.counters.increment(Article, id, 'like_count');
     const keys = new CounterKeys(app.keyPrefix, 8);
+    const ids = await insertArticles(observer, Array.from({ length: 40 }, () => 0), 0, spreadIds(keys, 40));
+    for (const id of ids) await app.counters.increment(Article, id, 'like_count');
     expect(new Set(ids.map((id) => keys.shardOf(String(id)))).size).toBe(8);
 
     outage.begin();

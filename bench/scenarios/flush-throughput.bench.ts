@@ -209,7 +209,9 @@ export const flushThroughput: BenchScenario = {
     return {
       library:
         `\`CounterService.flush()\` with the default ${COUNTER_DEFAULTS.shards} shards per entity and batches of ` +
-        `${COUNTER_DEFAULTS.flushBatchSize} rows per transaction (a claim script per shard, then one transaction with the ledger inserts and one UPDATE per table for the batches of several shards, then an ack script per shard), ` +
+        `${COUNTER_DEFAULTS.flushBatchSize} rows per transaction (a status script per shard, all in one round trip; then a claim script per shard with changes, ` +
+        'two shards per worker and round trip; one transaction with the ledger inserts and one UPDATE per table for the batches of several shards; ' +
+        'an ack script per shard, a transaction\'s in one round trip), ' +
         'called until `status().pendingRows` is 0, with every row dirty on its three counters in Redis.',
       baseline:
         `the same deltas added to the same rows by a hand-written set-based UPDATE through the same TypeORM data source ` +

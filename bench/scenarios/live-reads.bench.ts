@@ -7,7 +7,7 @@ import { CounterRedisHandle } from '../../lib/redis/redis-connection.js';
 import { tapCommands } from '../../test/support/command-tap.js';
 import { slotOwners } from '../../test/support/slot-owners.js';
 import type { BenchContext, BenchScenario } from '../harness/bench-context.js';
-import { giveCountersValues, insertRows, loadIntoRedis, startBenchApp, type BenchApp } from '../harness/bench-app.js';
+import { giveCountersValues, insertRows, startBenchApp, type BenchApp } from '../harness/bench-app.js';
 import { BenchPost, COUNTER_NAMES } from '../harness/bench-entities.js';
 import { formatRatio, ratio, type BenchRow, type Figures, type TargetCheck } from '../harness/bench-results.js';
 import { withDatabase } from '../harness/databases.js';
@@ -62,6 +62,18 @@ interface Measured {
 }
 
 const ids = (first: number, count: number) => Array.from({ length: count }, (_, i) => first + i);
+
+/** Ids between two rows of a spread page: each row in a run of 100 ids of its own (a shard takes runs of 100). */
+const STRIDE = 101;
+/**
+ * Page `page` of rows spread over the table, as a listing sorted by anything but the id returns them:
+ * ids 1 + page + 101 × k. Pages 0 to 100 share no row.
+ */
+const spreadPage = (page: number) => Array.from({ length: PAGE_SIZE }, (_, k) => 1 + page + STRIDE * k);
+/** Rows the spread pages take; the feed page's follow them. */
+const SPREAD_ROWS = PAGE_SIZE * STRIDE;
+/** A feed: the latest rows, one after another (two runs of 100 ids). */
+const feedPage = () => ids(SPREAD_ROWS + 1, PAGE_SIZE);
 
 /** Runs `intercept` as Nest runs an interceptor around a handler that returns `page`. */
 function interceptorCall(bench: BenchApp) {
@@ -161,13 +173,12 @@ async function timeInTurns(
 const sortedById = (page: Page) => page.sort((a, b) => a.id - b.id);
 
 /**
- * The warm page: rows 1..100, all in Redis, half of them with changes not yet flushed, so that live
- * values differ from the database's and a missing overlay would show.
+ * A warm page: its rows all in Redis, half of them with changes not yet flushed, so that live values
+ * differ from the database's and a missing overlay would show.
  */
-async function measureWarm(context: BenchContext, page: PageBench): Promise<Measured> {
+async function measureWarm(context: BenchContext, page: PageBench, pageIds: number[]): Promise<Measured> {
   const { bench, intercept, select } = page;
-  const pageIds = ids(1, PAGE_SIZE);
-  await loadIntoRedis(bench.counters, BenchPost, PAGE_SIZE);
+  await bench.counters.getMany(BenchPost, pageIds);
   for (const id of pageIds.filter((id) => id % 2 === 0)) await bench.counters.increment(BenchPost, id, 'like_count', (id % 7) + 1);
   const stored = sortedById(await select(pageIds));
   const overlaid = await intercept(pageFrom(stored));
@@ -196,10 +207,11 @@ async function measureWarm(context: BenchContext, page: PageBench): Promise<Meas
  * Cold pages: rows Redis has never seen (a new page per call), so each call reads Redis, reads the
  * database and seeds Redis. The first pages are counted (and checked), the others timed.
  */
-async function measureCold(context: BenchContext, page: PageBench, firstId: number): Promise<Measured> {
+async function measureCold(context: BenchContext, page: PageBench): Promise<Measured> {
   const { bench, intercept, select } = page;
   const pages = COUNTED_COLD_PAGES + coldPagesOf(context);
-  const idsOf = (index: number) => ids(firstId + index * PAGE_SIZE, PAGE_SIZE);
+  // Spread pages after the warm one (page 0).
+  const idsOf = (index: number) => spreadPage(1 + index);
   const stored = await Promise.all(Array.from({ length: pages }, async (_, index) => sortedById(await select(idsOf(index)))));
   const traffic = await countTraffic(
     bench,
@@ -256,7 +268,7 @@ async function measureTopology(context: BenchContext, topology: Topology): Promi
     const bench = await startBenchApp({ database: database.options, topology, keyPrefix: prefix, counter: { flushEnabled: false } });
     const inspector = inspectionClient(topology);
     try {
-      await insertRows(bench.dataSource, BenchPost, PAGE_SIZE * (1 + COUNTED_COLD_PAGES + coldPagesOf(context)));
+      await insertRows(bench.dataSource, BenchPost, SPREAD_ROWS + PAGE_SIZE);
       await giveCountersValues(bench.dataSource);
       const repository: Repository<BenchPost> = bench.dataSource.getRepository(BenchPost);
       const page: PageBench = {
@@ -265,14 +277,19 @@ async function measureTopology(context: BenchContext, topology: Topology): Promi
         intercept: interceptorCall(bench),
         select: (pageIds) => repository.findBy({ id: In(pageIds) }),
       };
-      const warm = await measureWarm(context, page);
-      const cold = await measureCold(context, page, PAGE_SIZE + 1);
+      const warm = await measureWarm(context, page, spreadPage(0));
+      const feed = await measureWarm(context, page, feedPage());
+      const cold = await measureCold(context, page);
       context.log(
         `${topology} warm: interceptor p50 ${warm.library.p50Ms?.toFixed(3)} ms, SELECT p50 ${warm.baseline.p50Ms?.toFixed(3)} ms, ` +
           `round trips ${warm.traffic.roundTrips.join(',')}, slot groups ${warm.layout.slotGroups}, shards ${warm.layout.shards}`,
       );
       return {
-        rows: [tableRow(`${topology}, warm page`, warm), tableRow(`${topology}, cold page (seeded from the database)`, cold)],
+        rows: [
+          tableRow(`${topology}, warm page`, warm),
+          tableRow(`${topology}, warm page of consecutive ids (a feed; no target)`, feed),
+          tableRow(`${topology}, cold page (seeded from the database)`, cold),
+        ],
         checks: targetChecks(topology, warm),
       };
     } finally {
@@ -309,6 +326,10 @@ export const liveReads: BenchScenario = {
           '`CLUSTER SLOTS`. Commands/call: script calls, one per slot touched on a cluster and one per page on a single Redis, ' +
           'for the read and again for the seed on a cold page.',
         'Every overlaid value was checked against what Redis holds (the `v:` field per counter), read with a separate client.',
+        `Pages hold unrelated rows, as a listing sorted by anything but the id returns them: ids ${STRIDE} apart (1, ` +
+          `${1 + STRIDE}, ${1 + 2 * STRIDE} …), each in a run of 100 ids of its own, so each row's shard is a matter of hashing ` +
+          'and the page touches as many shards and slots as it would by chance. The targets are judged on it. The feed page ' +
+          '(no target) holds 100 consecutive ids: a shard takes runs of 100 integer ids, so they touch two shards.',
         'Cold page (no target in the issue): rows Redis has never seen, a new page per call, so each call reads Redis, reads ' +
           'the database once and seeds Redis.',
         'Default module options (64 shards per entity) except the scheduled flush, which is off: it is not part of a read.',

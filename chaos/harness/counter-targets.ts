@@ -2,7 +2,8 @@
 // reading what the database holds for them, with plain TypeORM through the parent's own connection.
 import { In, type DataSource } from 'typeorm';
 import { Article, Remark } from '../../test/support/entities.js';
-import { insertArticles, insertRemarks } from '../../test/support/rows.js';
+import type { CounterKeys } from '../../lib/redis/keys.js';
+import { insertArticles, insertRemarks, spreadIds } from '../../test/support/rows.js';
 import type { CountedEntityName } from '../worker/worker-protocol.js';
 
 export interface CounterTarget {
@@ -19,9 +20,14 @@ const COUNTED = {
   Remark: { target: Remark, properties: { reply_count: 'replyCount' } },
 } as const satisfies Partial<Record<CountedEntityName, { target: Function; properties: Record<string, string> }>>;
 
-/** Inserts `count` articles with assorted start values; returns both counters of each as targets. */
-export async function insertArticleTargets(dataSource: DataSource, count: number): Promise<CounterTarget[]> {
-  const ids = await insertArticles(dataSource, Array.from({ length: count }, (_, i) => (i * 7) % 11), 3);
+/**
+ * Inserts `count` articles with assorted start values; returns both counters of each as targets. Their
+ * ids follow each other (so they share a shard or two: a shard takes runs of 100 integer ids), unless
+ * `spreadOver` gives the key layout to spread them over every shard of.
+ */
+export async function insertArticleTargets(dataSource: DataSource, count: number, spreadOver?: CounterKeys): Promise<CounterTarget[]> {
+  const likes = Array.from({ length: count }, (_, i) => (i * 7) % 11);
+  const ids = await insertArticles(dataSource, likes, 3, spreadOver && spreadIds(spreadOver, count));
   return ids.flatMap((id) => [
     { entity: 'Article' as const, id, counter: 'like_count' },
     { entity: 'Article' as const, id, counter: 'view_count' },

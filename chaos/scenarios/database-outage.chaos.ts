@@ -10,6 +10,8 @@
 // - "connections killed": an instance is stopped inside a batch's transaction (UPDATE run, COMMIT not
 //   yet), its sessions are killed from the server side, and it is let go on: its COMMIT fails.
 import { afterEach, describe, expect, it } from 'vitest';
+import { COUNTER_DEFAULTS } from '../../lib/counter.constants.js';
+import { CounterKeys } from '../../lib/redis/keys.js';
 import { testSeed } from '../../test/support/seeded-random.js';
 import type { ProxyMode } from '../../test/support/tcp-proxy.js';
 import { ChaosDeployment, CHAOS_DATABASES } from '../harness/chaos-deployment.js';
@@ -32,8 +34,22 @@ const MAX_BACKOFF_MS = 800;
  * attempt only fails once this has passed.
  */
 const DATABASE_TIMEOUT_MS = 400;
-/** Long enough for the delay to reach its ceiling and stay there a few times (~100+200+400+800…, each attempt up to DATABASE_TIMEOUT_MS). */
-const OUTAGE_MS = 5_000;
+/** Failed attempts each instance must show: the delay reaches its ceiling at the third and stays there. */
+const FAILURES_WANTED = 5;
+/**
+ * The longest a failed attempt takes: its write waits DATABASE_TIMEOUT_MS, and before that it claims
+ * its shards (rows over every shard: a few claim round trips, slow on a loaded 2-core machine).
+ */
+const ATTEMPT_MS = DATABASE_TIMEOUT_MS + 400;
+/**
+ * Long enough for FAILURES_WANTED failures at the slowest: the flush running when the outage begins,
+ * then each attempt after the longest delay it can draw and one scheduler tick.
+ */
+const OUTAGE_MS =
+  ATTEMPT_MS +
+  Array.from({ length: FAILURES_WANTED }, (_, n) =>
+    n === 0 ? ATTEMPT_MS : backoffCeiling(n, FLUSH_INTERVAL_MS, MAX_BACKOFF_MS) + FLUSH_INTERVAL_MS + ATTEMPT_MS,
+  ).reduce((sum, ms) => sum + ms, 0);
 /** The next attempt comes within one ceiling and one tick of the database's return; the rest is slack. */
 const RECOVERY_BOUND_MS = MAX_BACKOFF_MS + FLUSH_INTERVAL_MS + 2_000;
 const KILL_ROUNDS = 3;
@@ -72,7 +88,9 @@ describe.each(CHAOS_DATABASES)('scenario 3: the database down during the flushes
       const seed = testSeed();
       deployment = await ChaosDeployment.create(databaseName, `s3-${outage}`, SCHEDULED_FLUSH);
       const { observer, redis, prefix } = deployment;
-      const targets = await insertArticleTargets(observer, ROWS);
+      // Rows over every shard: each instance finds shards of its own to fail on while the other's
+      // failing transaction holds its leases (rows in one shard would leave one of them with none).
+      const targets = await insertArticleTargets(observer, ROWS, new CounterKeys(prefix, COUNTER_DEFAULTS.shards));
       const start = await readTargets(observer, targets);
       const { proxy, options } = await deployment.databaseProxy();
       const workers = await deployment.startWorkers(['a', 'b'], { database: options });
@@ -157,7 +175,7 @@ describe.each(CHAOS_DATABASES)('scenario 3: the database down during the flushes
         // Soft from here: a library that fails one of these is reported on all of them.
         // Each failure drew its delay in [c/2, c], c = min(max, interval · 2^n): exponential, capped, jittered.
         const { retries, gaps } = backoff[i];
-        expect.soft(retries.length, `${worker.name}: failed flush attempts during the outage`).toBeGreaterThanOrEqual(5);
+        expect.soft(retries.length, `${worker.name}: failed flush attempts during the outage`).toBeGreaterThanOrEqual(FAILURES_WANTED);
         expect.soft(retries.map(({ attempt }) => attempt)).toEqual(retries.map((_, n) => n + 1));
         for (const { attempt, delayMs } of retries) {
           const ceiling = backoffCeiling(attempt, FLUSH_INTERVAL_MS, MAX_BACKOFF_MS);

@@ -63,7 +63,7 @@ export class FlushStepHooks {
     store.claim = async (shard, request) => {
       await this.gate();
       const outcome = await claim(shard, request);
-      if (outcome.kind === 'batch' && outcome.rows.length > 0) {
+      if (outcome.kind === 'batch' && outcome.rows.encodedIds.length > 0) {
         await this.reach('after-claim', { batchId: outcome.batchId, shard: shard.tag });
       }
       return outcome;

@@ -21,7 +21,11 @@ export interface CounterStatus {
   inFlightBatches: number | null;
   /** Age of the oldest change not yet in the database, in milliseconds; null when nothing waits. */
   oldestPendingAgeMs: number | null;
-  /** This instance's last flush that wrote everything it found. */
+  /**
+   * This instance's last flush that wrote everything it found. A flush that found every shard with
+   * changes waiting in another instance's hands (their leases taken) does not count: that instance may
+   * be the one failing.
+   */
   lastSuccessfulFlushAt: Date | null;
   /** This instance's last flush that failed (fully or for some shards), and its first error. */
   lastFailedFlushAt: Date | null;

@@ -14,6 +14,6 @@ export interface FlushReport {
   failedShards: number;
   /** Wall time of the flush, in milliseconds. */
   durationMs: number;
-  /** The first error met, if any shard failed. */
+  /** The first error met: a shard that failed, or the backlog that could not be read (Redis unreachable). */
   error?: Error;
 }

@@ -13,6 +13,7 @@ import { RELEASE_LUA } from './scripts/release.script.js';
 import { SEED_LUA } from './scripts/seed.script.js';
 import { STATUS_LUA } from './scripts/status.script.js';
 import type { ShardKeys } from './keys.js';
+import { keepStringPrototypeFast } from './fast-string-prototype.js';
 import { TickQueue, type Queued } from './tick-queue.js';
 import { isCluster, type RedisClient } from './redis-connection.js';
 
@@ -28,7 +29,7 @@ const SCRIPTS = {
   nestjsCounterAck: { lua: ACK_LUA, numberOfKeys: 5 },
   nestjsCounterGiveBack: { lua: GIVE_BACK_LUA, numberOfKeys: 3 },
   nestjsCounterRelease: { lua: RELEASE_LUA, numberOfKeys: 1 },
-  nestjsCounterStatus: { lua: STATUS_LUA, numberOfKeys: 2 },
+  nestjsCounterStatus: { lua: STATUS_LUA, numberOfKeys: 3 },
 } as const;
 
 type ScriptName = keyof typeof SCRIPTS;
@@ -64,6 +65,12 @@ export type IncrementOutcome =
  */
 const TRANSIENT_REFUSAL = /^(MOVED|ASK|TRYAGAIN|CLUSTERDOWN|LOADING|MASTERDOWN|READONLY)\b/;
 
+/** A call on one shard's keys (see `CounterStore.onShard`). */
+interface ShardCall {
+  shard: ShardKeys;
+  send(target: CallTarget): unknown;
+}
+
 export interface ShardRowsRequest {
   shard: ShardKeys;
   encodedIds: string[];
@@ -86,9 +93,12 @@ export interface ShardSeedRequest extends ShardRowsRequest {
 /** Per row: its live values, or null when it could not be seeded yet. Null for all: generation moved. */
 export type ShardSeedResult = (number[] | null)[] | null;
 
-/** A row of a claimed batch: one delta per counter claimed, in the order of `ClaimRequest.counters`. */
-export interface BatchRow {
-  encodedId: string;
+/**
+ * The rows of a claimed batch, column by column: row r's encoded id is `encodedIds[r]`, and its delta
+ * for counter c (in the order of `ClaimRequest.counters`, 0 where it has none) `deltas[r * counters + c]`.
+ */
+export interface BatchRows {
+  encodedIds: string[];
   deltas: number[];
 }
 
@@ -103,8 +113,9 @@ export type ClaimOutcome = { dataLost: boolean; generation: number } & (
       kind: 'batch';
       recovered: boolean;
       batchId: string;
-      more: boolean;
-      rows: BatchRow[];
+      /** Rows of the shard still dirty after this claim. */
+      moreRows: number;
+      rows: BatchRows;
       /** Field name and delta, over and over, of the batch's changes of counters not claimed for. */
       unknown: string[];
     }
@@ -118,6 +129,8 @@ export interface ShardBacklog {
   batchRows: number;
   /** Age of the oldest change waiting (dirty or claimed), in ms; null when nothing waits. */
   oldestAgeMs: number | null;
+  /** The shard's generation; null when its key is missing (Redis lost the shard's data, or it is new). */
+  generation: number | null;
 }
 
 export interface ClaimRequest {
@@ -133,6 +146,8 @@ export interface ClaimRequest {
 export class CounterStore {
   private readonly client: ScriptClient;
   private readonly increments: TickQueue<IncrementRequest, IncrementOutcome>;
+  /** Flush calls of single shards (claims, acks, releases): see `onShard`. */
+  private readonly shardCalls = new TickQueue<ShardCall, unknown>(Number.POSITIVE_INFINITY, 0, (queued) => this.sendShardCalls(queued));
 
   /**
    * @param replicaWaitMs on a cluster, how long a claim waits for the replicas of its node (see `claim`).
@@ -143,6 +158,9 @@ export class CounterStore {
     private readonly replicaWaitMs: number,
     private readonly rowTtlSeconds: number,
   ) {
+    // Here, when the application starts, rather than when this file loads: after every module that
+    // could have taken String.prototype out of fast mode (ioredis among them) has loaded.
+    keepStringPrototypeFast();
     for (const [name, definition] of Object.entries(SCRIPTS)) {
       if (typeof (client as unknown as Record<string, unknown>)[name] !== 'function') {
         client.defineCommand(name, definition);
@@ -271,7 +289,7 @@ export class CounterStore {
       ...request.counters,
     ];
     const reply = (await this.call(async () => {
-      const claimed = (await this.client.nestjsCounterClaim(...args)) as string[];
+      const claimed = (await this.onShard(shard, (target) => target.nestjsCounterClaim(...args))) as string[];
       const [kind, , , batchId] = claimed;
       if ((kind === 'claimed' || kind === 'pending') && batchId !== '') await this.awaitReplicas(shard);
       return claimed;
@@ -279,7 +297,7 @@ export class CounterStore {
     const [kind, lost, generation, batchId, more, deltas] = reply;
     const shardState = { dataLost: Number(lost) === 1, generation: Number(generation) };
     if (kind === 'busy' || kind === 'empty') return { kind, ...shardState };
-    const batch = { recovered: kind === 'pending', batchId, more: Number(more) === 1 };
+    const batch = { recovered: kind === 'pending', batchId, moreRows: Number(more) };
     // No deltas when every change netted to zero (the claim kept no batch: batchId is '').
     return { kind: 'batch', ...shardState, ...batch, ...batchRowsOf(deltas ?? '', request.counters) };
   }
@@ -293,22 +311,9 @@ export class CounterStore {
     counters: string[],
     missingEncodedIds: string[],
   ): Promise<boolean> {
-    const reply = await this.call(() =>
-      this.client.nestjsCounterAck(
-        shard.batch,
-        shard.lease,
-        shard.generation,
-        shard.dirty,
-        shard.pending,
-        shard.rowPrefix,
-        batchId,
-        token,
-        release ? '1' : '0',
-        counters.length,
-        ...counters,
-        ...missingEncodedIds,
-      ),
-    );
+    const keys = [shard.batch, shard.lease, shard.generation, shard.dirty, shard.pending];
+    const args = [shard.rowPrefix, batchId, token, release ? '1' : '0', counters.length, ...counters, ...missingEncodedIds];
+    const reply = await this.call(() => this.onShard(shard, (target) => target.nestjsCounterAck(...keys, ...args)));
     return Number(reply) === 1;
   }
 
@@ -321,14 +326,8 @@ export class CounterStore {
    */
   async giveBack(shard: ShardKeys, batchId: string, token: string, unknownDeltas: string[]): Promise<boolean> {
     const reply = await this.call(async () => {
-      const given = await this.client.nestjsCounterGiveBack(
-        shard.batch,
-        shard.unknown,
-        shard.lease,
-        batchId,
-        token,
-        this.rowTtlSeconds,
-        ...unknownDeltas,
+      const given = await this.onShard(shard, (target) =>
+        target.nestjsCounterGiveBack(shard.batch, shard.unknown, shard.lease, batchId, token, this.rowTtlSeconds, ...unknownDeltas),
       );
       if (Number(given) === 1) await this.awaitReplicas(shard);
       return given;
@@ -337,22 +336,23 @@ export class CounterStore {
   }
 
   async release(shard: ShardKeys, token: string): Promise<void> {
-    await this.call(() => this.client.nestjsCounterRelease(shard.lease, token));
+    await this.call(() => this.onShard(shard, (target) => target.nestjsCounterRelease(shard.lease, token)));
   }
 
   /** What each shard has waiting for the database: one round trip per node. */
   async backlog(shards: ShardKeys[]): Promise<ShardBacklog[]> {
     const replies = await this.runPerShard(
       shards.map((shard) => ({ shard })),
-      (target, { shard }) => target.nestjsCounterStatus(shard.dirty, shard.batch),
+      (target, { shard }) => target.nestjsCounterStatus(shard.dirty, shard.batch, shard.generation),
     );
     return replies.map((reply) => {
-      const [dirtyRows, dirtySince, batchRows, batchSince, now] = (reply as Arg[]).map(String);
+      const [dirtyRows, dirtySince, batchRows, batchSince, now, generation] = (reply as Arg[]).map(String);
       const since = [dirtySince, batchSince].filter((value) => value !== '').map(Number);
       return {
         dirtyRows: Number(dirtyRows),
         batchRows: batchRows === '' ? 0 : Number(batchRows),
         oldestAgeMs: since.length === 0 ? null : Math.max(0, Number(now) - Math.min(...since)),
+        generation: generation === '' ? null : Number(generation),
       };
     });
   }
@@ -366,6 +366,25 @@ export class CounterStore {
       shards.map((shard) => ({ shard })),
       (target, { shard }) => target.set(shard.generation, '0', 'NX'),
     );
+  }
+
+  /**
+   * A call on one shard, sent with the others made in the same turn of the event loop: one pipeline per
+   * node. A flush claims the shards of a transaction at once, and acknowledges them at once, so each
+   * takes one write and one round trip per node instead of one per shard.
+   */
+  private onShard(shard: ShardKeys, send: (target: CallTarget) => unknown): Promise<unknown> {
+    return this.shardCalls.add({ shard, send });
+  }
+
+  private async sendShardCalls(queued: Queued<ShardCall, unknown>[]): Promise<void> {
+    const requests = queued.map(({ request }) => request);
+    const settled = await this.sendPerNode(
+      requests,
+      requests.map((_, index) => [index]),
+      (target, [index]) => requests[index].send(target),
+    );
+    settled.forEach(([error, reply], index) => (error ? queued[index].reject(error) : queued[index].resolve(reply)));
   }
 
   /** One script call per shard, in one pipeline per node (see `runPerCall`). */
@@ -600,37 +619,60 @@ function sameRow(a: IncrementRequest, b: IncrementRequest): boolean {
 }
 
 /**
- * A claimed batch's deltas as rows: the claim script's lines alternate a field name ("<encoded id>
- * <counter>") and its delta. Each row has a delta (0 when none) per counter of `counters`; the changes
- * of other counters (added to the entity by a newer deployment, or removed from it) come back as they
- * came, field name and delta, for the flusher to give back before it writes the batch. Read in place, without splitting the reply into
- * lines (a claim's reply holds a line per field of up to flushBatchSize rows).
+ * A claimed batch's rows, from the claim script's lines: a field name then its value, over and over. A
+ * change's name is "<encoded id> <counter>"; the batch's own fields ('#…') and changes that netted to
+ * zero are skipped. Changes of other counters than `counters` (added to the entity by a newer
+ * deployment, or removed from it) come back as they came, field name and delta, for the flusher to give
+ * back before it writes the batch. Read in place, without splitting the reply into lines (a claim's
+ * reply holds a line per field of up to flushBatchSize rows), into flat arrays (see `BatchRows`).
  */
-function batchRowsOf(deltas: string, counters: string[]): { rows: BatchRow[]; unknown: string[] } {
-  const rowOf = new Map<string, BatchRow>();
+function batchRowsOf(lines: string, counters: string[]): { rows: BatchRows; unknown: string[] } {
+  const width = counters.length;
+  const rowOf = new Map<string, number>();
+  const rows: BatchRows = { encodedIds: [], deltas: [] };
   const unknown: string[] = [];
-  for (let at = 0; at < deltas.length; ) {
-    const space = deltas.indexOf(' ', at);
-    const nameEnd = deltas.indexOf('\n', space);
-    const lineEnd = deltas.indexOf('\n', nameEnd + 1);
-    const valueEnd = lineEnd < 0 ? deltas.length : lineEnd;
-    const column = counters.findIndex(
-      (counter) => counter.length === nameEnd - space - 1 && deltas.startsWith(counter, space + 1),
-    );
-    if (column >= 0) {
-      const encodedId = deltas.slice(at, space);
-      let row = rowOf.get(encodedId);
-      if (!row) {
-        row = { encodedId, deltas: counters.map(() => 0) };
-        rowOf.set(encodedId, row);
+  for (let at = 0; at < lines.length; ) {
+    const nameEnd = lines.indexOf('\n', at);
+    const lineEnd = lines.indexOf('\n', nameEnd + 1);
+    const valueEnd = lineEnd < 0 ? lines.length : lineEnd;
+    const zero = valueEnd - nameEnd === 2 && lines.charCodeAt(nameEnd + 1) === ZERO;
+    if (lines.charCodeAt(at) !== HASH_SIGN && !zero) {
+      const space = lines.indexOf(' ', at);
+      const column = columnOf(counters, lines, space + 1, nameEnd);
+      if (column >= 0) {
+        const encodedId = lines.slice(at, space);
+        let row = rowOf.get(encodedId);
+        if (row === undefined) {
+          row = rows.encodedIds.push(encodedId) - 1;
+          rowOf.set(encodedId, row);
+          for (let c = 0; c < width; c++) rows.deltas.push(0);
+        }
+        rows.deltas[row * width + column] = Number(lines.slice(nameEnd + 1, valueEnd));
+      } else {
+        unknown.push(lines.slice(at, nameEnd), lines.slice(nameEnd + 1, valueEnd));
       }
-      row.deltas[column] = Number(deltas.slice(nameEnd + 1, valueEnd));
-    } else {
-      unknown.push(deltas.slice(at, nameEnd), deltas.slice(nameEnd + 1, valueEnd));
     }
     at = valueEnd + 1;
   }
-  return { rows: [...rowOf.values()], unknown };
+  return { rows, unknown };
+}
+
+const HASH_SIGN = 35;
+const ZERO = 48;
+
+/**
+ * The position in `counters` of the name `text` holds from `start` to `end` (exclusive); -1 if none.
+ * Compared character by character: `startsWith` at an offset took half the parsing time of a claim's
+ * reply (1.2 against 0.6 µs per row of three counters, measured alone).
+ */
+function columnOf(counters: string[], text: string, start: number, end: number): number {
+  next: for (let c = 0; c < counters.length; c++) {
+    const name = counters[c];
+    if (name.length !== end - start) continue;
+    for (let i = 0; i < name.length; i++) if (name.charCodeAt(i) !== text.charCodeAt(start + i)) continue next;
+    return c;
+  }
+  return -1;
 }
 
 /** The replies of an executed pipeline; the first command error is thrown. */

@@ -6,7 +6,7 @@ import type { CountedEntity, CounterField } from '../counter.registry.js';
 import { CounterDatabaseUnavailableError } from '../exceptions/counter-database-unavailable.error.js';
 import { CounterError } from '../exceptions/counter.error.js';
 import type { ResolvedCounterOptions } from '../interfaces/counter-module-options.interface.js';
-import type { CounterDialect, DeltaRow } from './counter-dialect.js';
+import type { CounterDialect, DeltaRows } from './counter-dialect.js';
 import { CounterLedgerEntry } from './counter-ledger.entity.js';
 import { dialectFor } from './dialect-for.js';
 import { groupBy } from '../group-by.js';
@@ -17,7 +17,7 @@ export interface DeltaBatch {
   entity: CountedEntity;
   shard: number;
   counters: CounterField[];
-  rows: DeltaRow[];
+  rows: DeltaRows;
 }
 
 export type ApplyOutcome =
@@ -176,7 +176,7 @@ export class CounterDatabase {
     const ledger = this.ledger();
     const ledgerColumns = ['batchId', 'entity', 'shard', 'rowCount', 'appliedAt'];
     const now = Date.now();
-    const params = batches.flatMap((batch) => [batch.batchId, batch.entity.key, batch.shard, batch.rows.length, now]);
+    const params = batches.flatMap((batch) => [batch.batchId, batch.entity.key, batch.shard, batch.rows.ids.length, now]);
     const tuples = batches.map(
       (_, b) => `(${ledgerColumns.map((_, c) => this.dialect.placeholder(b * ledgerColumns.length + c + 1)).join(', ')})`,
     );
@@ -197,19 +197,22 @@ export class CounterDatabase {
     for (const [, ofEntity] of byEntity) {
       const { counters, rows, batchOfRow } = mergeBatches(ofEntity);
       const missing = await this.updateTable(runner, dialect, ofEntity[0].entity, counters, rows);
-      for (const id of missing) missingIds[batches.indexOf(ofEntity[batchOfRow.get(String(id))!])].push(id);
+      for (const row of missing) missingIds[batches.indexOf(ofEntity[batchOfRow[row]])].push(rows.ids[row]);
     }
     return { applied: true, missingIds };
   }
 
-  /** Adds the deltas to one table, in statements of at most the dialect's row limit; returns the missing ids. */
+  /**
+   * Adds the deltas to one table, in statements of at most the dialect's row limit; returns the rows
+   * (positions in `rows`) that matched none in the table.
+   */
   private async updateTable(
     runner: QueryRunner,
     dialect: CounterDialect,
     entity: CountedEntity,
     counters: CounterField[],
-    rows: DeltaRow[],
-  ): Promise<Array<string | number>> {
+    rows: DeltaRows,
+  ): Promise<number[]> {
     const driver = this.dataSource.driver;
     const target = {
       table: this.quoteTablePath(entity.metadata.tablePath),
@@ -218,12 +221,12 @@ export class CounterDatabase {
       columns: counters.map((counter) => driver.escape(counter.column.databaseName)),
     };
     const perStatement = dialect.maxRowsPerStatement(counters.length);
-    const missing: Array<string | number> = [];
-    for (let start = 0; start < rows.length; start += perStatement) {
-      const chunk = rows.slice(start, start + perStatement);
-      const statement = dialect.addDeltas(target, chunk);
+    const missing: number[] = [];
+    for (let from = 0; from < rows.ids.length; from += perStatement) {
+      const to = Math.min(rows.ids.length, from + perStatement);
+      const statement = dialect.addDeltas(target, rows, from, to);
       const result = await runner.query(statement.sql, statement.params, true);
-      if ((result.affected ?? 0) < chunk.length) missing.push(...(await this.missingIds(runner, entity, chunk)));
+      if ((result.affected ?? 0) < to - from) missing.push(...(await this.missingRows(runner, entity, rows.ids, from, to)));
     }
     return missing;
   }
@@ -245,18 +248,26 @@ export class CounterDatabase {
     return this.serverDialect;
   }
 
-  /** Ids of the batch that match no row: deleted since their counters changed. */
-  private async missingIds(runner: QueryRunner, entity: CountedEntity, rows: DeltaRow[]): Promise<Array<string | number>> {
+  /** Rows `from` to `to` (exclusive) whose id matches no row: deleted since their counters changed. */
+  private async missingRows(
+    runner: QueryRunner,
+    entity: CountedEntity,
+    ids: Array<string | number>,
+    from: number,
+    to: number,
+  ): Promise<number[]> {
     const existing = await runner.manager.getRepository(entity.target).find({
       select: { [entity.primary.propertyName]: true },
-      where: { [entity.primary.propertyName]: In(rows.map((row) => row.id)) },
+      where: { [entity.primary.propertyName]: In(ids.slice(from, to)) },
       withDeleted: true,
       loadEagerRelations: false,
     });
     // UUIDs compare without regard to case in the database; other string keys may not.
     const canonical = (id: unknown) => (entity.uuidId ? String(id).toLowerCase() : String(id));
     const present = new Set(existing.map((row) => canonical((row as Record<string, unknown>)[entity.primary.propertyName])));
-    return rows.map((row) => row.id).filter((id) => !present.has(canonical(id)));
+    const missing: number[] = [];
+    for (let row = from; row < to; row++) if (!present.has(canonical(ids[row]))) missing.push(row);
+    return missing;
   }
 
   private ledger() {
@@ -277,25 +288,67 @@ export class CounterDatabase {
 }
 
 /**
- * One entity's batches as one set of rows, sorted by id, with a column for every counter any batch
- * changes (0 where a batch does not change it). Batches of one transaction come from distinct shards, so
- * no row is in two of them.
+ * One entity's batches as one set of rows sorted by id, with a column for every counter any batch
+ * changes (0 where a batch does not change it), and the batch (its index in `batches`) of each row.
+ * Batches of one transaction come from distinct shards, so no row is in two of them.
  */
-function mergeBatches(batches: DeltaBatch[]) {
-  const counters = batches[0].entity.counters.filter((counter) => batches.some((batch) => batch.counters.includes(counter)));
-  const rows: DeltaRow[] = [];
-  const batchOfRow = new Map<string, number>();
-  batches.forEach((batch, b) => {
-    const columnOf = batch.counters.map((counter) => counters.indexOf(counter));
-    for (const row of batch.rows) {
-      const deltas = counters.map(() => 0);
-      row.deltas.forEach((delta, c) => (deltas[columnOf[c]] = delta));
-      rows.push({ id: row.id, deltas });
-      batchOfRow.set(String(row.id), b);
+function mergeBatches(batches: DeltaBatch[]): { counters: CounterField[]; rows: DeltaRows; batchOfRow: number[] } {
+  const same = batches.every((batch) => batch.counters === batches[0].counters);
+  const counters = same
+    ? batches[0].counters
+    : batches[0].entity.counters.filter((counter) => batches.some((batch) => batch.counters.includes(counter)));
+  const width = counters.length;
+  // Every row as a place (its batch, and its row there), in the order the batches give them.
+  let total = 0;
+  for (const batch of batches) total += batch.rows.ids.length;
+  const ids: Array<string | number> = [];
+  const batchOf = new Uint32Array(total);
+  const rowOf = new Uint32Array(total);
+  for (let b = 0, place = 0; b < batches.length; b++) {
+    const batchIds = batches[b].rows.ids;
+    for (let r = 0; r < batchIds.length; r++, place++) {
+      ids.push(batchIds[r]);
+      batchOf[place] = b;
+      rowOf[place] = r;
     }
-  });
-  rows.sort((a, b) => compareIds(a.id, b.id));
+  }
+  const order = sortedPlaces(ids);
+  const columnsOf = batches.map((batch) => batch.counters.map((counter) => counters.indexOf(counter)));
+  const rows: DeltaRows = { ids: new Array(total), deltas: new Array<number>(total * width).fill(0) };
+  const batchOfRow: number[] = new Array(total);
+  for (let sorted = 0; sorted < total; sorted++) {
+    const place = order[sorted];
+    const b = batchOf[place];
+    const columns = columnsOf[b];
+    const source = batches[b].rows.deltas;
+    const first = rowOf[place] * columns.length;
+    rows.ids[sorted] = ids[place];
+    for (let c = 0; c < columns.length; c++) rows.deltas[sorted * width + columns[c]] = source[first + c];
+    batchOfRow[sorted] = b;
+  }
   return { counters, rows, batchOfRow };
+}
+
+/** Places per transaction, and largest magnitude of an integer id, that `sortedPlaces` packs in a key. */
+const PACKED_PLACES = 2 ** 20;
+const PACKED_IDS = 2 ** 32;
+
+/**
+ * The places of `ids` in id order. Integer ids below 2^32 in magnitude (most keys) are sorted as one
+ * number per row, (id + 2^32) × 2^20 + place, exact below 2^53, by the typed array's own numeric sort:
+ * a sort that calls back to compare cost more than the rest of a merge (two batches of 520 rows, merge
+ * measured alone: 0.35 against 0.13 µs per row). Other ids go through `compareIds`.
+ */
+function sortedPlaces(ids: Array<string | number>): ArrayLike<number> {
+  const packable =
+    ids.length < PACKED_PLACES && ids.every((id) => typeof id === 'number' && Number.isInteger(id) && Math.abs(id) < PACKED_IDS);
+  if (!packable) return Array.from({ length: ids.length }, (_, place) => place).sort((a, b) => compareIds(ids[a], ids[b]));
+  const keys = new Float64Array(ids.length);
+  for (let place = 0; place < ids.length; place++) keys[place] = ((ids[place] as number) + PACKED_IDS) * PACKED_PLACES + place;
+  keys.sort();
+  const order = new Uint32Array(ids.length);
+  for (let sorted = 0; sorted < ids.length; sorted++) order[sorted] = keys[sorted] % PACKED_PLACES;
+  return order;
 }
 
 /** Ids (and entity keys) in the order a transaction writes them: numbers by value, anything else as text. */

@@ -1,4 +1,4 @@
-import { driverErrorOf, fixedIntegerRange, type CounterDialect, type DeltaRow, type DeltaTarget, type Statement } from './counter-dialect.js';
+import { driverErrorOf, rowParams, fixedIntegerRange, type CounterDialect, type DeltaRows, type DeltaTarget, type Statement } from './counter-dialect.js';
 
 const ER_DUP_ENTRY = 1062;
 const ER_LOCK_WAIT_TIMEOUT = 1205;
@@ -21,7 +21,7 @@ export const mysqlDialect: CounterDialect = {
   // at 1,000 rows, 10.7 at 2,000, 15.9 at 4,000).
   maxRowsPerStatement: () => 1_000,
 
-  addDeltas: (target, rows) => joinedDeltas(target, rows, 'select'),
+  addDeltas: (target, rows, from, to) => joinedDeltas(target, rows, from, to, 'select'),
   forServer: (version) => (isMariaDbWithValues(version) ? mariadbDialect : mysqlDialect),
 
   isDuplicateKey: (error) => driverErrorOf(error).errno === ER_DUP_ENTRY,
@@ -39,7 +39,7 @@ export const mysqlDialect: CounterDialect = {
  */
 const mariadbDialect: CounterDialect = {
   ...mysqlDialect,
-  addDeltas: (target, rows) => joinedDeltas(target, rows, 'values'),
+  addDeltas: (target, rows, from, to) => joinedDeltas(target, rows, from, to, 'values'),
   forServer: undefined,
 };
 
@@ -64,20 +64,19 @@ export function isMariaDbWithValues(version: string): boolean {
  * ledger's key before any row). An outside transaction that locks the batch's rows in another order
  * can; the deadlocked flush runs again (DEADLOCK_ATTEMPTS).
  */
-function joinedDeltas(target: DeltaTarget, rows: DeltaRow[], rest: 'select' | 'values'): Statement {
-  const params: unknown[] = [];
+function joinedDeltas(target: DeltaTarget, rows: DeltaRows, from: number, to: number, rest: 'select' | 'values'): Statement {
   const deltaNames = target.columns.map((_, index) => `d${index}`);
+  const params = rowParams(rows, from, to, target.columns.length);
   // The first row names the columns; the rest follow them.
   const named = `SELECT ? AS id${deltaNames.map((name) => `, ? AS ${name}`).join('')}`;
-  for (const row of rows) params.push(row.id, ...row.deltas);
-  const others = rows.slice(1);
+  const others = to - from - 1;
   let derived = named;
-  if (rest === 'values' && others.length > 0) {
+  if (rest === 'values' && others > 0) {
     const tuple = `(?${deltaNames.map(() => ', ?').join('')})`;
-    derived += ` UNION ALL VALUES ${others.map(() => tuple).join(', ')}`;
+    derived += ` UNION ALL VALUES ${Array.from({ length: others }, () => tuple).join(', ')}`;
   } else {
-    const unnamed = `SELECT ?${deltaNames.map(() => ', ?').join('')}`;
-    derived += others.map(() => ` UNION ALL ${unnamed}`).join('');
+    const unnamed = ` UNION ALL SELECT ?${deltaNames.map(() => ', ?').join('')}`;
+    derived += unnamed.repeat(others);
   }
   const assignments = target.columns.map(
     (column, index) => `t.${column} = COALESCE(t.${column}, 0) + v.d${index}`,

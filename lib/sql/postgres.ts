@@ -1,4 +1,4 @@
-import { driverErrorOf, fixedIntegerRange, type CounterDialect, type DeltaRow, type DeltaTarget, type Statement } from './counter-dialect.js';
+import { driverErrorOf, fixedIntegerRange, type CounterDialect, type DeltaRows, type DeltaTarget, type Statement } from './counter-dialect.js';
 
 const UNIQUE_VIOLATION = '23505';
 const DEADLOCK_DETECTED = '40P01';
@@ -16,11 +16,17 @@ export const postgresDialect: CounterDialect = {
   // A statement has one parameter per column, whatever the rows.
   maxRowsPerStatement: () => Number.POSITIVE_INFINITY,
 
-  addDeltas(target: DeltaTarget, rows: DeltaRow[]): Statement {
+  addDeltas(target: DeltaTarget, rows: DeltaRows, from: number, to: number): Statement {
     // Arrays instead of a VALUES tuple per row: PostgreSQL parses and plans a few parameters instead of
     // thousands (transactions of 260 rows: 8.6 against 14.3 µs per row; of 1,000 rows: 5.1 against 8.3,
     // measured on this project's machine).
-    const params: unknown[] = [rows.map((row) => row.id), ...target.columns.map((_, c) => rows.map((row) => row.deltas[c]))];
+    const width = target.columns.length;
+    const columns = target.columns.map((_, c) => {
+      const deltas: number[] = new Array(to - from);
+      for (let r = from; r < to; r++) deltas[r - from] = rows.deltas[r * width + c];
+      return deltas;
+    });
+    const params: unknown[] = [rows.ids.slice(from, to), ...columns];
     const ids = `$1::${target.idType}[]`;
     const arrays = [ids, ...target.columns.map((_, c) => `$${c + 2}::bigint[]`)];
     const deltaNames = target.columns.map((_, index) => `d${index}`);

@@ -1,4 +1,4 @@
-import { driverErrorOf, type CounterDialect, type DeltaRow, type DeltaTarget, type Statement } from './counter-dialect.js';
+import { driverErrorOf, rowParams, type CounterDialect, type DeltaRows, type DeltaTarget, type Statement } from './counter-dialect.js';
 
 const DUPLICATE = new Set(['SQLITE_CONSTRAINT_PRIMARYKEY', 'SQLITE_CONSTRAINT_UNIQUE']);
 
@@ -38,13 +38,10 @@ export const sqliteDialect: CounterDialect = {
 /** Statement texts by target, built once: each is the key of TypeORM's statement cache. */
 const statementTexts = new Map<string, string>();
 
-function joinedDeltas(target: DeltaTarget, rows: DeltaRow[]): Statement {
-  const width = 1 + target.columns.length;
+function joinedDeltas(target: DeltaTarget, rows: DeltaRows, from: number, to: number): Statement {
   const rowsPerStatement = sqliteDialect.maxRowsPerStatement(target.columns.length);
-  const params: unknown[] = [];
-  for (const row of rows) params.push(row.id, ...row.deltas);
   // A NULL id equals nothing, so a padding row updates no row (and `changes` counts real rows only).
-  for (let padding = (rowsPerStatement - rows.length) * width; padding > 0; padding--) params.push(null);
+  const params = rowParams(rows, from, to, target.columns.length, rowsPerStatement * (1 + target.columns.length));
   return { sql: statementText(target, rowsPerStatement), params };
 }
 

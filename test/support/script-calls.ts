@@ -48,7 +48,11 @@ export function claimedIds(reply: unknown): string[] {
   if (!Array.isArray(reply) || typeof reply[5] !== 'string' || reply[5] === '') return [];
   const lines = reply[5].split('\n');
   const ids = new Set<string>();
-  for (let at = 0; at < lines.length; at += 2) ids.add(lines[at].slice(0, lines[at].indexOf(' ')));
+  // Field name, then value: the batch's own fields start with '#', and a change that netted to zero has
+  // nothing for the database.
+  for (let at = 0; at < lines.length; at += 2) {
+    if (!lines[at].startsWith('#') && lines[at + 1] !== '0') ids.add(lines[at].slice(0, lines[at].indexOf(' ')));
+  }
   return [...ids];
 }
 

