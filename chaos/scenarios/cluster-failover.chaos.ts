@@ -20,6 +20,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import { CounterKeys } from '../../lib/redis/keys.js';
 import { deleteKeys } from '../../test/support/redis.js';
 import { testSeed } from '../../test/support/seeded-random.js';
 import { CLUSTER_NODES, inspectionClient } from '../../test/support/topologies.js';
@@ -110,7 +111,9 @@ describe.each(CHAOS_DATABASES)('scenario 6: Redis Cluster failover under load, o
     const seed = testSeed();
     deployment = await ChaosDeployment.create(databaseName, label, CLUSTER_COUNTER);
     const { observer, prefix } = deployment;
-    const targets = await insertArticleTargets(observer, ROWS);
+    // Rows over every shard, so over every master: rows of consecutive ids would share one shard (a run
+    // of 100 ids), all on the victim, with nothing left to show the other masters serving on.
+    const targets = await insertArticleTargets(observer, ROWS, new CounterKeys(prefix, SHARDS));
     const start = await readTargets(observer, targets);
     const ledgerBefore = await deployment.ledgerRows();
     const slots = targetSlots(observer, prefix, SHARDS);
