@@ -20,9 +20,9 @@
  * when the change netted to zero; the batch's own fields start with '#' (none in a new batch's reply).
  *
  * A shard with at most `max rows` dirty rows is claimed whole: its pending hash is renamed to the batch
- * hash, and its dirty set deleted, whatever the number of rows: no command per row or per field (the
- * flush bench's Redis script time fell from 5.3 to 1.8 µs per row of three counters when claims stopped
- * moving each row's fields). A larger one gives its oldest rows, so that no row waits behind newer
+ * hash (and a new one made with WIDE_FIELD), and its dirty set deleted, whatever the number of rows: no
+ * command per row or per field (the flush bench's Redis script time fell from 5.3 to 1.8 µs per row of
+ * three counters when claims stopped moving each row's fields). A larger one gives its oldest rows, so that no row waits behind newer
  * ones: their fields move in one HMGET, one HDEL and one HSET.
  * Invariant: every unflushed delta is in exactly one place: the pending hash (its row in the dirty set),
  * the batch hash, or the hash of changes of counters unknown to the flusher that claimed them.
@@ -36,8 +36,8 @@
  * of 500 fields: 3.2 and 0.3 µs. The whole one-change increment script, on a pending hash of 100 / 300
  * / 500 fields: 5.7 / 6.4 / 8.0 µs against a listpack, 4.6 / 5.0 / 5.8 µs against a hash table
  * (redis-benchmark, one client, on the 2-core bench machine). The price: about 50 bytes more per
- * pending change while a shard holds fewer than 512, and a pending hash of this one field (about 200
- * bytes) left in every shard once claimed. Made by the claim, not by the increments, so that no
+ * pending change while a shard holds fewer than 512, and a pending hash of this one field (248 bytes,
+ * `MEMORY USAGE`) left in every shard once claimed. Made by the claim, not by the increments, so that no
  * increment pays a command for it; a shard never claimed yet (or emptied by a loss of Redis data)
  * has a listpack until its first claim.
  */
