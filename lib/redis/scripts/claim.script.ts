@@ -1,33 +1,4 @@
 /**
- * Takes (or renews) a shard's lease and claims a batch: the shard's pending deltas become its batch hash,
- * which holds them until the database has them. Rows are not touched: their `v:` fields have counted the
- * deltas all along, and a row is a cache that may expire at any time (see increment.script.ts).
- *
- * KEYS[1] dirty set (sorted by when each row became dirty), KEYS[2] batch hash, KEYS[3] lease,
- * KEYS[4] generation, KEYS[5] pending hash, KEYS[6] the hash of changes of counters unknown to the
- * flushers that claimed them (all one slot).
- * ARGV[1] lease token, ARGV[2] lease ms, ARGV[3] new batch id, ARGV[4] max rows, ARGV[5] now (ms),
- * ARGV[6..] the counters to claim (the entity's).
- * Every reply starts with {kind, lost, generation}: lost is 1 when the shard's generation key was
- * missing (it never expires, so Redis lost this shard's data: restart without persistence, failover to a
- * replica that was behind, eviction); the key is then recreated at 0. Then:
- * {'busy', lost, gen} when another flusher holds the lease; {'empty', lost, gen} when nothing is dirty
- * (no lease taken); {'pending', lost, gen, batchId, more, deltas} when a batch left behind must be
- * finished first; {'claimed', lost, gen, batchId, more, deltas} for a new batch ({'claimed', lost, gen,
- * '', more} if nothing was pending: no batch is kept). more is the number of rows still dirty; deltas is the
- * batch hash as one string of lines, a field name then its value, over and over: a change's name is
- * "<encoded id> <counter>" (neither holds a space or a line break) and its value a decimal integer, 0
- * when the change netted to zero; the batch's own fields start with '#' (none in a new batch's reply).
- *
- * A shard with at most `max rows` dirty rows is claimed whole: its pending hash is renamed to the batch
- * hash (and a new one made with WIDE_FIELD), and its dirty set deleted, whatever the number of rows: no
- * command per row or per field (the flush bench's Redis script time fell from 5.3 to 1.8 µs per row of
- * three counters when claims stopped moving each row's fields). A larger one gives its oldest rows, so that no row waits behind newer
- * ones: their fields move in one HMGET, one HDEL and one HSET.
- * Invariant: every unflushed delta is in exactly one place: the pending hash (its row in the dirty set),
- * the batch hash, or the hash of changes of counters unknown to the flusher that claimed them.
- */
-/**
  * A field the claim puts in the shard's new pending hash: no change (the claim's reader skips fields
  * starting with '#'), with a value longer than Redis's default `hash-max-listpack-value` (64 bytes),
  * so the hash is a hash table from the start. Up to `hash-max-listpack-entries` fields (512 by default)
@@ -44,6 +15,36 @@
 const WIDE_FIELD = '#wide';
 const WIDE_VALUE = '-'.repeat(65);
 
+/**
+ * Takes (or renews) a shard's lease and claims a batch: the shard's pending deltas become its batch hash,
+ * which holds them until the database has them. Rows are not touched: their `v:` fields have counted the
+ * deltas all along, and a row is a cache that may expire at any time (see increment.script.ts).
+ *
+ * KEYS[1] dirty set (sorted by when each row became dirty), KEYS[2] batch hash, KEYS[3] lease,
+ * KEYS[4] generation, KEYS[5] pending hash, KEYS[6] the hash of changes of counters unknown to the
+ * flushers that claimed them (all one slot).
+ * ARGV[1] lease token, ARGV[2] lease ms, ARGV[3] new batch id, ARGV[4] max rows, ARGV[5] now (ms),
+ * ARGV[6..] the counters to claim (the entity's).
+ * Every reply starts with {kind, lost, generation}: lost is 1 when the shard's generation key was
+ * missing (it never expires, so Redis lost this shard's data: restart without persistence, failover to a
+ * replica that was behind, eviction); the key is then recreated at 0. Then:
+ * {'busy', lost, gen} when another flusher holds the lease; {'empty', lost, gen} when nothing is dirty
+ * (no lease taken); {'pending', lost, gen, batchId, more, deltas} when a batch left behind must be
+ * finished first; {'claimed', lost, gen, batchId, more, deltas} for a new batch ({'claimed', lost, gen,
+ * '', more} if nothing was pending: no batch is kept). more is the number of rows still dirty; deltas is
+ * the batch hash as one string of lines, a field name then its value, over and over: a change's name is
+ * "<encoded id> <counter>" (neither holds a space or a line break) and its value a decimal integer, 0
+ * when the change netted to zero; the batch's own fields start with '#' (in a new batch's reply at most
+ * WIDE_FIELD, which came with the pending hash).
+ *
+ * A shard with at most `max rows` dirty rows is claimed whole: its pending hash is renamed to the batch
+ * hash (and a new one made with WIDE_FIELD), and its dirty set deleted, whatever the number of rows: no
+ * command per row or per field (the flush bench's Redis script time fell from 5.3 to 1.8 µs per row of
+ * three counters when claims stopped moving each row's fields). A larger one gives its oldest rows, so
+ * that no row waits behind newer ones: their fields move in one HMGET, one HDEL and one HSET.
+ * Invariant: every unflushed delta is in exactly one place: the pending hash (its row in the dirty set),
+ * the batch hash, or the hash of changes of counters unknown to the flusher that claimed them.
+ */
 export const CLAIM_LUA = `
 local lost = 0
 if redis.call('EXISTS', KEYS[4]) == 0 then
