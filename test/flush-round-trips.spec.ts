@@ -90,3 +90,65 @@ describe.each(TOPOLOGIES)('round trips of a flush on a %s', (topology) => {
     expect(trips).toHaveLength(phase('nestjsCounterStatus').length + phase('nestjsCounterClaim').length + phase('nestjsCounterAck').length);
   });
 });
+
+// A worker does not wait for its acks before it claims again: a transaction's acks and the worker's next
+// claims reach Redis together, one round trip where there would be two.
+describe('round trips of a flush of one shard per transaction', () => {
+  // Two workers (one transaction at a time), each transaction one shard's batch of one row.
+  const suite = useRoundTripSuite('standalone', 'flush-ack-claim', { shards: SHARDS, flushBatchSize: 1, flushConcurrency: 1 });
+  const { prefix, client } = suite;
+  const keys = new CounterKeys(prefix, SHARDS);
+
+  it("sends a transaction's acks with its worker's next claims", async () => {
+    const { counter, roundTrips } = suite;
+    const ids = await insertArticles(counter.dataSource, Array.from({ length: SHARDS }, () => 10), 0, spreadIds(keys, SHARDS));
+    expect(new Set(ids.map((id) => keys.shardOf(String(id)))).size).toBe(SHARDS);
+    for (const [i, id] of ids.entries()) await counter.counters.increment(Article, id, 'like_count', i + 1);
+    roundTrips.reset();
+    const report = await counter.counters.flush();
+    expect(report.error).toBeUndefined();
+    expect(report).toMatchObject({ batches: SHARDS, rows: SHARDS, busyShards: 0, failedShards: 0 });
+    const stored = await articleCounts(counter.dataSource, ids);
+    expect(ids.map((id) => stored.get(id)!.likes)).toEqual(ids.map((_, i) => 10 + i + 1));
+
+    const scripts = scriptsBySha(client);
+    const trips = roundTrips.trips.map((trip) =>
+      trip.commands.map((name, index) => (name === 'evalsha' ? scripts.get(trip.args[index][0]) : name)),
+    );
+    const count = (script: string) => trips.flat().filter((name) => name === script).length;
+    expect([count('nestjsCounterClaim'), count('nestjsCounterAck')]).toEqual([SHARDS, SHARDS]);
+    // The two workers' first claims go together; every later claim goes with the acks of the
+    // transaction its worker wrote before.
+    const claimTrips = trips.filter((names) => names.includes('nestjsCounterClaim'));
+    expect(claimTrips[0]).toEqual(['nestjsCounterClaim', 'nestjsCounterClaim']);
+    expect(claimTrips.slice(1).length).toBeGreaterThan(0);
+    for (const names of claimTrips.slice(1)) expect(names).toContain('nestjsCounterAck');
+  });
+
+  // One transaction at a time: the one waiting starts on the next turn of the event loop, after the
+  // calls queued by the worker whose transaction ended (its acks, its next claims) have been sent, so
+  // Redis runs them while it runs (with better-sqlite3 a transaction holds the thread until it ends).
+  it('sends the acks of a transaction before the next transaction starts', async () => {
+    const { counter, roundTrips } = suite;
+    const ids = await insertArticles(counter.dataSource, Array.from({ length: SHARDS }, () => 0), 0, spreadIds(keys, SHARDS));
+    for (const id of ids) await counter.counters.increment(Article, id, 'like_count', 1);
+    const database = counter.app.get(CounterDatabase) as unknown as { applyBatchesNow(batches: DeltaBatch[]): Promise<unknown> };
+    const scripts = scriptsBySha(client);
+    const acksSent = () =>
+      roundTrips.trips.flatMap((trip) => trip.commands.map((name, index) => name === 'evalsha' && scripts.get(trip.args[index][0]) === 'nestjsCounterAck')).filter(Boolean).length;
+    const acksAtStart: number[] = [];
+    const start = database.applyBatchesNow;
+    const spy = vi.spyOn(database, 'applyBatchesNow').mockImplementation(function (this: unknown, batches: DeltaBatch[]) {
+      acksAtStart.push(acksSent());
+      return start.call(this, batches);
+    });
+    roundTrips.reset();
+    try {
+      const report = await counter.counters.flush();
+      expect([report.error, report.batches]).toEqual([undefined, SHARDS]);
+    } finally {
+      spy.mockRestore();
+    }
+    expect(acksAtStart).toEqual([0, 1, 2, 3]);
+  });
+});

@@ -7,23 +7,25 @@ import { articleCounts, insertArticles } from './support/rows.js';
 
 const WIDE = { '#wide': '-'.repeat(65) };
 
-// A shard's pending hash, where increments add their changes: a claim leaves a new one that Redis keeps
-// as a hash table (a listpack, Redis's form for small hashes, is searched field by field on every
-// HINCRBY). Redis only, so one database is enough.
-describe('the pending hash a claim leaves', () => {
+// A shard's pending hash, where increments add their changes: the first change that makes one, and a
+// claim that leaves a new one, make Redis keep it as a hash table (a listpack, Redis's form for small
+// hashes, is searched field by field on every HINCRBY). Redis only, so one database is enough.
+describe('the pending hash of a shard', () => {
   const suite = useCounterSuite('sqlite', 'pending');
 
-  it('is a hash table holding the changes since the claim and a field that is none of them', async () => {
+  it('is a hash table holding the changes since the last claim and a field that is none of them', async () => {
     const { counters, dataSource } = suite.counter;
     const [id] = await insertArticles(dataSource, [10]);
     const keys = new CounterKeys(suite.prefix, COUNTER_DEFAULTS.shards);
     const shard = keys.shard(dataSource.getMetadata(Article).tablePath, keys.shardOf(String(id)));
     const change = `${id} like_count`;
 
-    // Before any claim of the shard: Redis's own choice for a hash of one short field.
+    // Before any claim of the shard: the first change made the hash, and the field with it.
     await counters.increment(Article, id, 'like_count', 2);
-    expect(await suite.redis.hgetall(shard.pending)).toEqual({ [change]: '2' });
-    expect(await suite.redis.object('ENCODING', shard.pending)).toBe('listpack');
+    expect(await suite.redis.hgetall(shard.pending)).toEqual({ [change]: '2', ...WIDE });
+    expect(await suite.redis.object('ENCODING', shard.pending)).toBe('hashtable');
+    await counters.increment(Article, id, 'like_count', 4);
+    expect(await suite.redis.hgetall(shard.pending)).toEqual({ [change]: '6', ...WIDE });
 
     expect((await counters.flush()).error).toBeUndefined();
     expect(await suite.redis.hgetall(shard.pending)).toEqual(WIDE);
@@ -37,7 +39,34 @@ describe('the pending hash a claim leaves', () => {
     // The field goes into the next batch with the changes and is never written anywhere.
     const report = await counters.flush();
     expect([report.error, report.rows]).toEqual([undefined, 1]);
-    expect((await articleCounts(dataSource, [id])).get(id)).toEqual({ likes: 15, views: 1 });
+    expect((await articleCounts(dataSource, [id])).get(id)).toEqual({ likes: 19, views: 1 });
     expect((await counters.status()).pendingRows).toBe(0);
+  });
+
+  it('is a hash table when several changes sent together make it', async () => {
+    const { counters, dataSource } = suite.counter;
+    const ids = await insertArticles(dataSource, Array.from({ length: 300 }, () => 0));
+    const keys = new CounterKeys(suite.prefix, COUNTER_DEFAULTS.shards);
+    const table = dataSource.getMetadata(Article).tablePath;
+    // Two rows of one shard that no change has touched yet (ids of one run of 100 share a shard).
+    const [a, b] = ids.slice(-2);
+    const shard = keys.shard(table, keys.shardOf(String(a)));
+    expect(keys.shardOf(String(b))).toBe(shard.shard);
+    await counters.getMany(Article, [a, b]);
+    expect(await suite.redis.exists(shard.pending)).toBe(0);
+
+    // Requested in one turn of the event loop: one call of the script for several changes.
+    await Promise.all([
+      counters.increment(Article, a, 'like_count', 1),
+      counters.increment(Article, b, 'like_count', 2),
+      counters.increment(Article, a, 'view_count', 3),
+    ]);
+    expect(await suite.redis.hgetall(shard.pending)).toEqual({
+      [`${a} like_count`]: '1',
+      [`${b} like_count`]: '2',
+      [`${a} view_count`]: '3',
+      ...WIDE,
+    });
+    expect(await suite.redis.object('ENCODING', shard.pending)).toBe('hashtable');
   });
 });

@@ -80,14 +80,19 @@ export class CounterDatabase {
   }
 
   private async inTurn<T>(run: () => Promise<T>): Promise<T> {
-    // A transaction that ends hands its place to the first one waiting, if any.
+    // A transaction that ends hands its place to the first one waiting, if any, on the next turn of the
+    // event loop: first the Redis calls queued for the next tick (TickQueue) by the code that goes on
+    // after the ended one (its acknowledgements, the next claims) are sent, so that Redis runs them while
+    // the next transaction runs. With a driver that runs statements on this thread (better-sqlite3),
+    // handed over at once, the next transaction would run before they are sent, and Redis and SQLite
+    // would take turns (flush bench, SQLite, 100,000 rows: 0.26-0.29 s against 0.22 s with this).
     if (this.running < this.transactionsAtOnce) this.running++;
     else await new Promise<void>((resolve) => this.waiting.push(resolve));
     try {
       return await run();
     } finally {
       const next = this.waiting.shift();
-      if (next) next();
+      if (next) setImmediate(next);
       else this.running--;
     }
   }

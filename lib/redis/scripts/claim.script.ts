@@ -1,19 +1,4 @@
-/**
- * A field the claim puts in the shard's new pending hash: no change (the claim's reader skips fields
- * starting with '#'), with a value longer than Redis's default `hash-max-listpack-value` (64 bytes),
- * so the hash is a hash table from the start. Up to `hash-max-listpack-entries` fields (512 by default)
- * Redis would otherwise keep it as a listpack, which every increment's HINCRBY searches field by field.
- * Redis's own time per HINCRBY on a hash of 150 fields: 1.2 µs as a listpack, 0.25 µs as a hash table;
- * of 500 fields: 3.2 and 0.3 µs. The whole one-change increment script, on a pending hash of 100 / 300
- * / 500 fields: 5.7 / 6.4 / 8.0 µs against a listpack, 4.6 / 5.0 / 5.8 µs against a hash table
- * (redis-benchmark, one client, on the 2-core bench machine). The price: about 50 bytes more per
- * pending change while a shard holds fewer than 512, and a pending hash of this one field (248 bytes,
- * `MEMORY USAGE`) left in every shard once claimed. Made by the claim, not by the increments, so that no
- * increment pays a command for it; a shard never claimed yet (or emptied by a loss of Redis data)
- * has a listpack until its first claim.
- */
-const WIDE_FIELD = '#wide';
-const WIDE_VALUE = '-'.repeat(65);
+import { WIDE_PENDING_LUA } from './wide-pending.lua.js';
 
 /**
  * Takes (or renews) a shard's lease and claims a batch: the shard's pending deltas become its batch hash,
@@ -35,17 +20,17 @@ const WIDE_VALUE = '-'.repeat(65);
  * the batch hash as one string of lines, a field name then its value, over and over: a change's name is
  * "<encoded id> <counter>" (neither holds a space or a line break) and its value a decimal integer, 0
  * when the change netted to zero; the batch's own fields start with '#' (in a new batch's reply at most
- * WIDE_FIELD, which came with the pending hash).
+ * `#wide`, which came with the pending hash: see wide-pending.lua.ts).
  *
  * A shard with at most `max rows` dirty rows is claimed whole: its pending hash is renamed to the batch
- * hash (and a new one made with WIDE_FIELD), and its dirty set deleted, whatever the number of rows: no
+ * hash (and a new one made with `#wide`), and its dirty set deleted, whatever the number of rows: no
  * command per row or per field (the flush bench's Redis script time fell from 5.3 to 1.8 µs per row of
  * three counters when claims stopped moving each row's fields). A larger one gives its oldest rows, so
  * that no row waits behind newer ones: their fields move in one HMGET, one HDEL and one HSET.
  * Invariant: every unflushed delta is in exactly one place: the pending hash (its row in the dirty set),
  * the batch hash, or the hash of changes of counters unknown to the flusher that claimed them.
  */
-export const CLAIM_LUA = `
+export const CLAIM_LUA = WIDE_PENDING_LUA + `
 local lost = 0
 if redis.call('EXISTS', KEYS[4]) == 0 then
   redis.call('SET', KEYS[4], '0')
@@ -90,7 +75,7 @@ local since = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')[2]
 local rows = dirty
 if dirty <= tonumber(ARGV[4]) then
   if redis.call('EXISTS', KEYS[5]) == 1 then redis.call('RENAME', KEYS[5], KEYS[2]) end
-  redis.call('HSET', KEYS[5], '${WIDE_FIELD}', '${WIDE_VALUE}')
+  make_wide(KEYS[5])
   -- UNLINK: a set of thousands of rows is freed off Redis's main thread.
   redis.call('UNLINK', KEYS[1])
 else

@@ -1,11 +1,12 @@
 import { EXACT_NUMBER_LUA } from './exact-number.lua.js';
+import { WIDE_PENDING_LUA } from './wide-pending.lua.js';
 
 /**
  * What both increment scripts do alike: check a new value against a counter's bounds ('' stands for the
  * safe-integer limit), and write a change: the row's live value, and the delta in the shard's pending
  * hash (see INCREMENT_MANY_LUA).
  */
-const CHANGE_HELPERS_LUA = EXACT_NUMBER_LUA + `
+const CHANGE_HELPERS_LUA = EXACT_NUMBER_LUA + WIDE_PENDING_LUA + `
 local function outside_bounds(value, min, max)
   return value < (min == '' and -9007199254740991 or tonumber(min))
     or value > (max == '' and 9007199254740991 or tonumber(max))
@@ -19,8 +20,12 @@ local function write_change(row, pending, id, field, counter, value, delta)
 end
 
 -- A row's first change since the last claim: it joins the dirty set (NX keeps the time it first became
--- dirty) and stays cached for another TTL.
-local function mark_dirty(row, dirty, id, ttl)
+-- dirty) and stays cached for another TTL. A pending hash holding no more than the \`created\` fields the
+-- row's changes just made was made by them: it becomes a hash table (see wide-pending.lua.ts). A field
+-- that had netted to zero counts as made: at worst a hash that was already there (a listpack left by an
+-- older release) becomes a hash table too.
+local function mark_dirty(row, dirty, pending, id, ttl, created)
+  if redis.call('HLEN', pending) <= created then make_wide(pending) end
   local now = redis.call('TIME')
   redis.call('ZADD', dirty, 'NX', now[1] * 1000 + math.floor(now[2] / 1000), id)
   redis.call('EXPIRE', row, ttl)
@@ -51,7 +56,7 @@ if outside_bounds(nextValue, ARGV[4], ARGV[5]) then
   return {2, exact(current)}
 end
 if delta ~= 0 and write_change(KEYS[1], KEYS[4], ARGV[1], field, ARGV[2], nextValue, delta) then
-  mark_dirty(KEYS[1], KEYS[2], ARGV[1], ARGV[6])
+  mark_dirty(KEYS[1], KEYS[2], KEYS[4], ARGV[1], ARGV[6], 1)
 end
 return {1, exact(nextValue)}
 `;
@@ -121,14 +126,14 @@ for k = 1, #KEYS, 4 do
       end
     end
   end
-  local first = false
+  local created = 0
   for _, counter in ipairs(touched) do
     local counted = state[counter]
     if counted and counted[2] ~= 0 then
-      if write_change(row, KEYS[k + 3], id, counted[3], counter, counted[1], counted[2]) then first = true end
+      if write_change(row, KEYS[k + 3], id, counted[3], counter, counted[1], counted[2]) then created = created + 1 end
     end
   end
-  if first then mark_dirty(row, KEYS[k + 1], id, ttl) end
+  if created > 0 then mark_dirty(row, KEYS[k + 1], KEYS[k + 3], id, ttl, created) end
 end
 return out
 `;
