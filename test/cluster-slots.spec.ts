@@ -63,8 +63,9 @@ interface Recorded extends SentCommand {
 // check the record. The
 // cluster refuses declared keys of several slots (CROSSSLOT) and undeclared keys of another node, but
 // Redis 7.0 runs a script that touches an undeclared key of another slot on the same node: the ack, read
-// and seed scripts build row keys from a prefix in ARGV, so those keys are rebuilt and checked too (the
-// claim touches no row: every key it uses is declared).
+// and seed scripts build row keys from a prefix in ARGV, and the increment scripts build a row's shard
+// keys (pending hash, dirty set, generation) from its key, so those keys are rebuilt and checked too
+// (the claim touches no row: every key it uses is declared).
 describe.runIf(TOPOLOGIES.includes('cluster'))('hash slots of every command on a Redis Cluster', () => {
   const prefix = uniquePrefix('slots');
   const keys = new CounterKeys(prefix, SHARDS);
@@ -308,7 +309,7 @@ describe.runIf(TOPOLOGIES.includes('cluster'))('hash slots of every command on a
     expect(holding.filter(({ claim }) => replicasOf(claim.node!) === 0)).toEqual([]);
   });
 
-  it('keeps the row keys that ack, read and seed build from ARGV in the slot of their declared keys', () => {
+  it('keeps the keys that increments, ack, read and seed build in the slot of their declared keys', () => {
     const rebuilt: Array<{ script: string; declaredSlot: number; key: string }> = [];
     const idsOfBatch = new Map<string, string[]>();
     let claimedRows = 0;
@@ -358,6 +359,30 @@ describe.runIf(TOPOLOGIES.includes('cluster'))('hash slots of every command on a
       }
       expect(at).toBe(argv.length);
     }
+    // An increment names each row's key, `<shard tag>:r:<id>`, and builds the shard's keys from it: argv
+    // is the id first (one change), or the TTL, then per row its id, its n changes and 4 values each.
+    const shardKeysOf = (row: string, id: string) =>
+      [':pending', ':dirty', ':gen'].map((suffix) => row.slice(0, row.length - id.length - ':r:'.length) + suffix);
+    // The keys keys.ts gives the shards of the entities incremented.
+    const known = new Set(
+      [Article, Remark].flatMap((entity) =>
+        keys.shardsOf(counter.dataSource.getMetadata(entity).tablePath).flatMap((shard) => [shard.pending, shard.dirty, shard.generation]),
+      ),
+    );
+    for (const increment of record.filter(({ script }) => script?.startsWith('nestjsCounterIncrement'))) {
+      const { keys: declared, argv } = scriptArguments(increment);
+      const ids: string[] = [];
+      if (increment.script === 'nestjsCounterIncrement') ids.push(argv[0]);
+      else for (let at = 1; at < argv.length; at += 2 + 4 * Number(argv[at + 1])) ids.push(argv[at]);
+      expect(ids).toHaveLength(declared.length);
+      declared.forEach((row, index) => {
+        for (const key of shardKeysOf(row, ids[index])) {
+          expect(known.has(key)).toBe(true);
+          rebuilt.push({ script: 'increment', declaredSlot: generateMulti(declared), key });
+        }
+      });
+    }
+    expect(rebuilt.filter(({ script }) => script === 'increment').length).toBeGreaterThan(3 * (ARTICLES + REMARKS));
     expect(rebuilt.filter(({ script }) => script === 'read').length).toBeGreaterThan(ARTICLES);
     // Every row was seeded once: each article and remark, read before its first increment.
     expect(rebuilt.filter(({ script }) => script === 'seed')).toHaveLength(ARTICLES + REMARKS);

