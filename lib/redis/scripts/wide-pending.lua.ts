@@ -15,8 +15,9 @@ const WIDE_VALUE = '-'.repeat(65);
 
 /**
  * `make_wide(pending)` adds the field. The claim calls it on the new pending hash it leaves; an
- * increment calls it when its change made the pending hash (one field: the change itself), which only a
- * row's first change since a claim can do, so no other increment pays a command for it.
+ * increment calls it when its changes made the pending hash (the hash holds only the fields they just
+ * made), which only a row's first change since a claim can do, so no other increment pays a command
+ * for it.
  */
 export const WIDE_PENDING_LUA = `
 local function make_wide(pending)
