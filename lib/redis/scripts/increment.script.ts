@@ -44,9 +44,10 @@ end
  * share reads.
  *
  * KEYS[1] row hash. The shard's other keys (pending hash, dirty set, generation) are built here from it
- * (they share its hash tag, so its slot): a call of one declared key and four or six arguments instead of
- * four keys and six arguments cost Redis 6.9-7.1 instead of 8.0-8.3 µs, and the call made 2-10% more
- * increments per second at concurrency 1 (scratch, one client, rows spread over 10,000, runs in turns).
+ * (they share its hash tag, so its slot): this script with one declared key and four arguments cost
+ * Redis 7.9-8.1 µs per call, the one before it with four keys and six 8.5 µs, and made 2-3% more
+ * increments per second at concurrency 1 (scratch, one client, rows spread over 10,000, two runs in
+ * turns). Written out without the shared helpers it took 7.3-7.5 µs, within noise end to end.
  * ARGV[1] encoded row id, ARGV[2] counter, ARGV[3] delta, ARGV[4] row TTL (seconds), then, for a
  * counter that declares bounds, ARGV[5] min and ARGV[6] max ('' for a safe-integer limit); absent for
  * one that declares none, which is held to the safe-integer limits ±(2^53-1).
