@@ -307,9 +307,7 @@ export class CounterFlusher implements OnApplicationBootstrap {
     if (!outcome.applied) {
       // One of them is in the ledger already: its lease ran out, and another flusher recovered and wrote
       // it. Each batch again on its own, so that the others are still written.
-      if (group.length === 1) {
-        return { acked: this.acknowledge(run, group[0], []).catch((error: Error) => this.shardFailed(run, group[0].work, error)) };
-      }
+      if (group.length === 1) return { acked: this.acknowledgeOrFail(run, group[0], []) };
       for (const claimed of group) {
         await this.writeAndAcknowledge(run, [claimed]).catch((error: Error) => this.shardFailed(run, claimed.work, error));
       }
@@ -324,7 +322,7 @@ export class CounterFlusher implements OnApplicationBootstrap {
           run.report.droppedRows += missing.length;
           this.logger.warn(MESSAGES.rowsDropped(claimed.work.entity.key, missing.map(String)));
         }
-        await this.acknowledge(run, claimed, missing).catch((error: Error) => this.shardFailed(run, claimed.work, error));
+        await this.acknowledgeOrFail(run, claimed, missing);
       }),
     );
     return { acked };
@@ -339,6 +337,11 @@ export class CounterFlusher implements OnApplicationBootstrap {
     if (acknowledged) this.recordGeneration(work, claimed.generation + 1);
     if (moreRows > 0) this.requeue(run, work, moreRows);
     else work.holding = false;
+  }
+
+  /** `acknowledge`, a failure counted as the shard's (its batch stays claimed for a later flush). */
+  private acknowledgeOrFail(run: FlushRun, claimed: ClaimedBatch, missingIds: Array<string | number>): Promise<unknown> {
+    return this.acknowledge(run, claimed, missingIds).catch((error: Error) => this.shardFailed(run, claimed.work, error));
   }
 
   /** A shard with rows left after a batch goes back in the queue, at the front: the others go first. */
