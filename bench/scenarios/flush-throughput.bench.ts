@@ -216,7 +216,7 @@ export const flushThroughput: BenchScenario = {
       baseline:
         `the same deltas added to the same rows by a hand-written set-based UPDATE through the same TypeORM data source ` +
         `(\`dataSource.query\`), ${BULK_CHUNK_ROWS.toLocaleString('en-US')} rows per statement, statements one after another, each ` +
-        'autocommitted: PostgreSQL `UPDATE … FROM (VALUES …)`, MariaDB `UPDATE … JOIN (SELECT ? AS id, … UNION ALL VALUES (…), …)`, SQLite `WITH v AS (VALUES …) UPDATE … FROM v`.',
+        'autocommitted: PostgreSQL `UPDATE … FROM (VALUES …)`, MariaDB `UPDATE … JOIN (SELECT ? AS id, … UNION ALL VALUES (…), …)`, SQLite `UPDATE … FROM (VALUES …)`.',
       unit: 'rows',
       rows,
       checks: rows.map((row) =>

@@ -17,8 +17,12 @@ const STATEMENT_ROWS = 256;
 const MAX_PARAMETERS = 32_766;
 
 /**
- * SQLite (better-sqlite3): `UPDATE … FROM` a VALUES table (SQLite 3.33+), about three times faster than
- * a CASE per column on 500-row batches; the database lock serialises writers, so row order is moot.
+ * SQLite (better-sqlite3): `UPDATE … FROM` a VALUES list (SQLite 3.33+), about three times faster than
+ * a CASE per column on 500-row batches; the database lock serialises writers, so row order is moot. The
+ * list sits in the FROM clause, where SQLite reads it row by row as the UPDATE goes; as a `WITH` table
+ * it is copied into a temporary table first (`EXPLAIN QUERY PLAN`: MATERIALIZE), which cost a fifth
+ * more (0.57–0.58 against 0.47 µs per row, 256-row statements in 1,000-row transactions, better-sqlite3
+ * alone, medians of 12 runs in turns).
  */
 export const sqliteDialect: CounterDialect = {
   parallelTransactions: 1,
@@ -50,13 +54,13 @@ function statementText(target: DeltaTarget, rows: number): string {
   let sql = statementTexts.get(key);
   if (sql === undefined) {
     const tuple = `(${['?', ...target.columns.map(() => '?')].join(', ')})`;
-    const deltaNames = target.columns.map((_, index) => `d${index}`);
+    // A VALUES table's columns are column1 (the id), column2 (the first delta) and so on.
     const assignments = target.columns.map(
-      (column, index) => `${column} = COALESCE(${target.table}.${column}, 0) + v.d${index}`,
+      (column, index) => `${column} = COALESCE(${target.table}.${column}, 0) + v.column${index + 2}`,
     );
     sql =
-      `WITH v(id, ${deltaNames.join(', ')}) AS (VALUES ${Array.from({ length: rows }, () => tuple).join(', ')}) ` +
-      `UPDATE ${target.table} SET ${assignments.join(', ')} FROM v WHERE ${target.table}.${target.idColumn} = v.id`;
+      `UPDATE ${target.table} SET ${assignments.join(', ')} ` +
+      `FROM (VALUES ${Array.from({ length: rows }, () => tuple).join(', ')}) AS v WHERE ${target.table}.${target.idColumn} = v.column1`;
     statementTexts.set(key, sql);
   }
   return sql;
