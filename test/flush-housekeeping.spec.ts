@@ -97,6 +97,45 @@ describe.each(DATABASES)('flush housekeeping on %s', (databaseName) => {
     expect(gaps[3]).toBeGreaterThan(gaps[0]);
   });
 
+  it('starts the next flush as soon as one that outlasted a tick ends, once, and not after shutdown began', async () => {
+    const { counter } = suite;
+    const flusher = counter.app.get(CounterFlusher);
+    const realFlush = flusher.flush.bind(flusher);
+    // Each flush waits for its turn to end, so the test decides when a flush is over.
+    const ends: Array<() => void> = [];
+    vi.spyOn(flusher, 'flush').mockImplementation(async () => {
+      await new Promise<void>((resolve) => ends.push(resolve));
+      return realFlush();
+    });
+    const settle = () => new Promise((resolve) => setTimeout(resolve, 50));
+    const scheduler = counter.app.get(CounterFlushScheduler);
+
+    scheduler.tick();
+    scheduler.tick();
+    scheduler.tick();
+    expect(ends).toHaveLength(1);
+    ends[0]();
+    await settle();
+    // The ticks that came during the first flush start one more flush, at once.
+    expect(ends).toHaveLength(2);
+    ends[1]();
+    await settle();
+    expect(ends).toHaveLength(2);
+
+    scheduler.tick();
+    scheduler.tick();
+    expect(ends).toHaveLength(3);
+    const shutdown = scheduler.beforeApplicationShutdown();
+    ends[2]();
+    await settle();
+    // No catch-up once shutdown began: the fourth flush is the final one.
+    expect(ends).toHaveLength(4);
+    ends[3]();
+    await shutdown;
+    await settle();
+    expect(ends).toHaveLength(4);
+  });
+
   it('leaves no batch, lease or pending field behind once everything is flushed', async () => {
     const { counter, redis, prefix } = suite;
     const ids = await insertArticles(counter.dataSource, [0, 0]);
