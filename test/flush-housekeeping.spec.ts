@@ -101,39 +101,46 @@ describe.each(DATABASES)('flush housekeeping on %s', (databaseName) => {
     const { counter } = suite;
     const flusher = counter.app.get(CounterFlusher);
     const realFlush = flusher.flush.bind(flusher);
-    // Each flush waits for its turn to end, so the test decides when a flush is over.
+    // Each flush waits for its turn to end, so the test decides when a flush is over; released, they no
+    // longer wait (a failed assertion must not leave a flush hanging for the suite's shutdown).
     const ends: Array<() => void> = [];
+    let released = false;
     vi.spyOn(flusher, 'flush').mockImplementation(async () => {
-      await new Promise<void>((resolve) => ends.push(resolve));
+      if (!released) await new Promise<void>((resolve) => ends.push(resolve));
       return realFlush();
     });
     const settle = () => new Promise((resolve) => setTimeout(resolve, 50));
     const scheduler = counter.app.get(CounterFlushScheduler);
 
-    scheduler.tick();
-    scheduler.tick();
-    scheduler.tick();
-    expect(ends).toHaveLength(1);
-    ends[0]();
-    await settle();
-    // The ticks that came during the first flush start one more flush, at once.
-    expect(ends).toHaveLength(2);
-    ends[1]();
-    await settle();
-    expect(ends).toHaveLength(2);
+    try {
+      scheduler.tick();
+      scheduler.tick();
+      scheduler.tick();
+      expect(ends).toHaveLength(1);
+      ends[0]();
+      await settle();
+      // The ticks that came during the first flush start one more flush, at once.
+      expect(ends).toHaveLength(2);
+      ends[1]();
+      await settle();
+      expect(ends).toHaveLength(2);
 
-    scheduler.tick();
-    scheduler.tick();
-    expect(ends).toHaveLength(3);
-    const shutdown = scheduler.beforeApplicationShutdown();
-    ends[2]();
-    await settle();
-    // No catch-up once shutdown began: the fourth flush is the final one.
-    expect(ends).toHaveLength(4);
-    ends[3]();
-    await shutdown;
-    await settle();
-    expect(ends).toHaveLength(4);
+      scheduler.tick();
+      scheduler.tick();
+      expect(ends).toHaveLength(3);
+      const shutdown = scheduler.beforeApplicationShutdown();
+      ends[2]();
+      await settle();
+      // No catch-up once shutdown began: the fourth flush is the final one.
+      expect(ends).toHaveLength(4);
+      ends[3]();
+      await shutdown;
+      await settle();
+      expect(ends).toHaveLength(4);
+    } finally {
+      released = true;
+      for (const end of ends) end();
+    }
   });
 
   it('leaves no batch, lease or pending field behind once everything is flushed', async () => {
