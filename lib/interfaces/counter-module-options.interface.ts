@@ -50,7 +50,8 @@ export interface CounterModuleOptions {
    */
   flushEnabled?: boolean;
   /**
-   * Time between two scheduled flushes, in milliseconds. The database trails Redis by about this much.
+   * Time between two scheduled flushes, in milliseconds. The database trails Redis by about this much
+   * plus one flush. A flush still running at a tick is followed by the next one as soon as it ends.
    * @default 1000
    */
   flushIntervalMs?: number;
