@@ -11,6 +11,16 @@ import { articleCounts, insertArticles, insertRemarks, remarkCounts } from './su
 
 const RETENTION_MS = 60_000;
 
+/**
+ * Waits until the scheduler runs no flush, a catch-up included, and no backoff holds its next one: a
+ * test that drove it leaves it as a fresh one would be.
+ */
+async function schedulerIdle(scheduler: CounterFlushScheduler): Promise<void> {
+  const state = scheduler as unknown as { running?: Promise<void>; nextAttemptAt: number };
+  while (state.running) await state.running;
+  state.nextAttemptAt = 0;
+}
+
 // The flush's housekeeping: rows deleted under pending deltas, ledger pruning, retries with backoff.
 describe.each(DATABASES)('flush housekeeping on %s', (databaseName) => {
   const suite = useCounterSuite(databaseName, 'house', {
@@ -88,6 +98,7 @@ describe.each(DATABASES)('flush housekeeping on %s', (databaseName) => {
       await expect.poll(async () => (await articleCounts(counter.dataSource, [id])).get(id)?.likes, { timeout: 10_000, interval: 50 }).toBe(3);
     } finally {
       clearInterval(timer);
+      await schedulerIdle(scheduler);
     }
     expect(logged).toHaveBeenCalledTimes(4);
     expect(String(logged.mock.calls[0][0])).toContain('Counter flush failed (attempt 1)');
@@ -111,6 +122,7 @@ describe.each(DATABASES)('flush housekeeping on %s', (databaseName) => {
     });
     const settle = () => new Promise((resolve) => setTimeout(resolve, 50));
     const scheduler = counter.app.get(CounterFlushScheduler);
+    await schedulerIdle(scheduler);
 
     try {
       scheduler.tick();
