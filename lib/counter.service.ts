@@ -5,7 +5,7 @@ import { CounterHealth } from './counter.health.js';
 import { MESSAGES } from './counter.messages.js';
 import { CounterReader, type RowRequest } from './counter.reader.js';
 import { CounterRegistry, type CountedEntity, type CounterField } from './counter.registry.js';
-import { toRowId } from './counter-id.js';
+import { toRowId, type RowId } from './counter-id.js';
 import { SEED_ATTEMPTS } from './counter.constants.js';
 import { CounterOutOfRangeError } from './exceptions/counter-out-of-range.error.js';
 import { CounterRowNotFoundError } from './exceptions/counter-row-not-found.error.js';
@@ -15,7 +15,7 @@ import { InvalidCounterDeltaError } from './exceptions/invalid-counter-delta.err
 import type { CounterStatus } from './interfaces/counter-status.interface.js';
 import type { FlushReport } from './interfaces/flush-report.interface.js';
 import { CounterKeys } from './redis/keys.js';
-import { CounterStore } from './redis/counter.store.js';
+import { CounterStore, type IncrementOutcome, type IncrementRequest } from './redis/counter.store.js';
 
 /** An entity class, as passed to the service. */
 export type EntityClass<T = unknown> = abstract new (...args: never[]) => T;
@@ -40,14 +40,16 @@ export class CounterService {
    * @throws UnknownCountedEntityError, UnknownCounterError, InvalidCounterIdError, InvalidCounterDeltaError,
    *   CounterOutOfRangeError, CounterRowNotFoundError, CounterStoreUnavailableError
    */
-  async increment(entity: EntityClass, id: string | number, counter: string, by = 1): Promise<number> {
-    assertDelta(by);
+  increment(entity: EntityClass, id: string | number, counter: string, by = 1): Promise<number> {
+    // Not async itself: the promise of `change` goes to the caller as it is, a few promise jobs fewer
+    // per call than an async function returning it.
+    if (!isDelta(by)) return Promise.reject(new InvalidCounterDeltaError(MESSAGES.invalidDelta(by)));
     return this.change(entity, id, counter, by);
   }
 
   /** Subtracts `by` (default 1) from a counter; see `increment`. */
-  async decrement(entity: EntityClass, id: string | number, counter: string, by = 1): Promise<number> {
-    assertDelta(by);
+  decrement(entity: EntityClass, id: string | number, counter: string, by = 1): Promise<number> {
+    if (!isDelta(by)) return Promise.reject(new InvalidCounterDeltaError(MESSAGES.invalidDelta(by)));
     return this.change(entity, id, counter, by === 0 ? 0 : -by);
   }
 
@@ -146,25 +148,60 @@ export class CounterService {
     }
   }
 
-  private async change(entity: EntityClass, id: string | number, counter: string, delta: number): Promise<number> {
+  /**
+   * The first attempt is a plain promise chain, not an async function: a row already in Redis (the
+   * common case) then costs one promise job between the store's reply and the caller.
+   */
+  private change(entity: EntityClass, id: string | number, counter: string, delta: number): Promise<number> {
+    let change: PreparedChange;
+    try {
+      change = this.prepareChange(entity, id, counter, delta);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.store
+      .increment(change.request)
+      .then((outcome) => (outcome.kind === 'applied' ? outcome.value : this.finishChange(change, outcome)));
+  }
+
+  /** Validates a change and addresses it. Throws the errors of unknown names and invalid ids. */
+  private prepareChange(entity: EntityClass, id: string | number, counter: string, delta: number): PreparedChange {
     const counted = this.registry.get(entity);
     const field = this.registry.counter(counted, counter);
     const rowId = toRowId(counted, id);
     const encodedId = this.keys.encodeId(rowId.text);
     const shard = this.keys.shard(counted.key, this.keys.shardOf(encodedId));
-    for (let attempt = 0; attempt < SEED_ATTEMPTS; attempt++) {
-      const outcome = await this.store.increment({ shard, encodedId, counter: field.name, delta, min: field.min, max: field.max });
+    return { counted, field, rowId, request: { shard, encodedId, counter: field.name, delta, min: field.min, max: field.max } };
+  }
+
+  /**
+   * What an attempt that was not applied leads to: an out-of-range error, or loading the row from the
+   * database and trying again, SEED_ATTEMPTS attempts in all.
+   */
+  private async finishChange({ counted, field, rowId, request }: PreparedChange, first: IncrementOutcome): Promise<number> {
+    let outcome = first;
+    for (let attempt = 1; ; attempt++) {
       if (outcome.kind === 'applied') return outcome.value;
-      if (outcome.kind === 'out-of-range') throw outOfRange(counted, field, outcome.current, delta);
+      if (outcome.kind === 'out-of-range') throw outOfRange(counted, field, outcome.current, request.delta);
+      if (attempt === SEED_ATTEMPTS) break;
       const seeded = await this.reader.ensureSeeded({ entity: counted, id: rowId });
       if (!seeded) throw new CounterRowNotFoundError(MESSAGES.rowNotFound(counted.name, rowId.text));
+      outcome = await this.store.increment(request);
     }
     throw new CounterSeedContentionError(MESSAGES.seedContended(counted.name, rowId.text));
   }
 }
 
-function assertDelta(by: unknown): asserts by is number {
-  if (typeof by !== 'number' || !Number.isSafeInteger(by)) throw new InvalidCounterDeltaError(MESSAGES.invalidDelta(by));
+/** A change, validated and addressed: what each attempt sends, and what its errors name. */
+interface PreparedChange {
+  counted: CountedEntity;
+  field: CounterField;
+  rowId: RowId;
+  request: IncrementRequest;
+}
+
+function isDelta(by: unknown): by is number {
+  return typeof by === 'number' && Number.isSafeInteger(by);
 }
 
 function outOfRange(entity: CountedEntity, field: CounterField, current: number, delta: number) {

@@ -480,36 +480,44 @@ export class CounterStore {
     return settled;
   }
 
+  /** One change, in the one-change script. */
+  private sendOne(target: CallTarget, { shard, encodedId, counter, delta, min, max }: IncrementRequest): unknown {
+    const row = shard.row(encodedId);
+    // A counter without bounds of its own sends none (see INCREMENT_ONE_LUA).
+    if (min === -MAX_SAFE_COUNT && max === MAX_SAFE_COUNT) {
+      return target.nestjsCounterIncrement(row, encodedId, counter, delta, this.rowTtlSeconds);
+    }
+    return target.nestjsCounterIncrement(row, encodedId, counter, delta, this.rowTtlSeconds, bound(min), bound(max));
+  }
+
   /**
    * Sends changes queued together (at most MAX_CHANGES_PER_CALL): one script call per slot, a row's
    * changes next to each other. A failed call fails only its own changes.
    */
   private async sendIncrements(queued: Queued<IncrementRequest, IncrementOutcome>[]): Promise<void> {
-    const requests = queued.map(({ request }) => request);
     if (!SENDABLE_STATES.has(this.client.status)) {
       const error = this.notSendable();
       for (const { reject } of queued) reject(error);
       return;
     }
+    // A lone change (the common case at low load) goes straight to the client: no grouping, no
+    // pipeline, and the fewest promises between the reply and the caller.
+    if (queued.length === 1) {
+      const [{ request, resolve, reject }] = queued;
+      (this.sendOne(this.client, request) as Promise<Array<number | string>>).then(
+        (reply) => resolve(incrementOutcome(reply[0], reply[1])),
+        (error: unknown) => reject(toStoreError(error)),
+      );
+      return;
+    }
+    const requests = queued.map(({ request }) => request);
     const rowOf = (index: number) => requests[index].shard.row(requests[index].encodedId);
-    // A row's changes side by side: the script reads each row once and answers in this order. A lone
-    // change (the common case at low load) skips the grouping.
-    const calls =
-      requests.length === 1
-        ? [[0]]
-        : this.callsBySlot(requests).flatMap((indexes) =>
-            chunks([...groupBy(indexes, rowOf).values()].flat(), MAX_CHANGES_PER_CALL),
-          );
+    // A row's changes side by side: the script reads each row once and answers in this order.
+    const calls = this.callsBySlot(requests).flatMap((indexes) =>
+      chunks([...groupBy(indexes, rowOf).values()].flat(), MAX_CHANGES_PER_CALL),
+    );
     const send = (target: CallTarget, indexes: number[]) => {
-      if (indexes.length === 1) {
-        const { shard, encodedId, counter, delta, min, max } = requests[indexes[0]];
-        const row = shard.row(encodedId);
-        // A counter without bounds of its own sends none (see INCREMENT_ONE_LUA).
-        if (min === -MAX_SAFE_COUNT && max === MAX_SAFE_COUNT) {
-          return target.nestjsCounterIncrement(row, encodedId, counter, delta, this.rowTtlSeconds);
-        }
-        return target.nestjsCounterIncrement(row, encodedId, counter, delta, this.rowTtlSeconds, bound(min), bound(max));
-      }
+      if (indexes.length === 1) return this.sendOne(target, requests[indexes[0]]);
       const keys: string[] = [];
       const args: Arg[] = [this.rowTtlSeconds];
       for (let first = 0; first < indexes.length; ) {
