@@ -41,16 +41,12 @@ export class CounterService {
    *   CounterOutOfRangeError, CounterRowNotFoundError, CounterStoreUnavailableError
    */
   increment(entity: EntityClass, id: string | number, counter: string, by = 1): Promise<number> {
-    // Not async itself: the promise of `change` goes to the caller as it is, a few promise jobs fewer
-    // per call than an async function returning it.
-    if (!isDelta(by)) return Promise.reject(new InvalidCounterDeltaError(MESSAGES.invalidDelta(by)));
-    return this.change(entity, id, counter, by);
+    return this.change(entity, id, counter, by, 1);
   }
 
   /** Subtracts `by` (default 1) from a counter; see `increment`. */
   decrement(entity: EntityClass, id: string | number, counter: string, by = 1): Promise<number> {
-    if (!isDelta(by)) return Promise.reject(new InvalidCounterDeltaError(MESSAGES.invalidDelta(by)));
-    return this.change(entity, id, counter, by === 0 ? 0 : -by);
+    return this.change(entity, id, counter, by, -1);
   }
 
   /**
@@ -149,13 +145,14 @@ export class CounterService {
   }
 
   /**
-   * The first attempt is a plain promise chain, not an async function: a row already in Redis (the
-   * common case) then costs one promise job between the store's reply and the caller.
+   * Adds `sign` × `by`. Neither this nor `increment` is an async function, and the first attempt is a
+   * plain promise chain: a row already in Redis (the common case) then costs one promise job between the
+   * store's reply and the caller. Invalid input still comes back as a rejected promise, never a throw.
    */
-  private change(entity: EntityClass, id: string | number, counter: string, delta: number): Promise<number> {
+  private change(entity: EntityClass, id: string | number, counter: string, by: unknown, sign: 1 | -1): Promise<number> {
     let change: PreparedChange;
     try {
-      change = this.prepareChange(entity, id, counter, delta);
+      change = this.prepareChange(entity, id, counter, by, sign);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -164,8 +161,10 @@ export class CounterService {
       .then((outcome) => (outcome.kind === 'applied' ? outcome.value : this.finishChange(change, outcome)));
   }
 
-  /** Validates a change and addresses it. Throws the errors of unknown names and invalid ids. */
-  private prepareChange(entity: EntityClass, id: string | number, counter: string, delta: number): PreparedChange {
+  /** Validates a change and addresses it. Throws the errors of invalid deltas, unknown names and invalid ids. */
+  private prepareChange(entity: EntityClass, id: string | number, counter: string, by: unknown, sign: 1 | -1): PreparedChange {
+    if (typeof by !== 'number' || !Number.isSafeInteger(by)) throw new InvalidCounterDeltaError(MESSAGES.invalidDelta(by));
+    const delta = by === 0 ? 0 : sign * by;
     const counted = this.registry.get(entity);
     const field = this.registry.counter(counted, counter);
     const rowId = toRowId(counted, id);
@@ -198,10 +197,6 @@ interface PreparedChange {
   field: CounterField;
   rowId: RowId;
   request: IncrementRequest;
-}
-
-function isDelta(by: unknown): by is number {
-  return typeof by === 'number' && Number.isSafeInteger(by);
 }
 
 function outOfRange(entity: CountedEntity, field: CounterField, current: number, delta: number) {

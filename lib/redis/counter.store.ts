@@ -503,10 +503,9 @@ export class CounterStore {
     // A lone change (the common case at low load) goes straight to the client: no grouping, no
     // pipeline, and the fewest promises between the reply and the caller.
     if (queued.length === 1) {
-      const [{ request, resolve, reject }] = queued;
-      (this.sendOne(this.client, request) as Promise<Array<number | string>>).then(
-        (reply) => resolve(incrementOutcome(reply[0], reply[1])),
-        (error: unknown) => reject(toStoreError(error)),
+      (this.sendOne(this.client, queued[0].request) as Promise<unknown>).then(
+        (reply) => settleChanges(queued, null, reply),
+        (error: Error) => settleChanges(queued, error, undefined),
       );
       return;
     }
@@ -535,16 +534,7 @@ export class CounterStore {
       return target.nestjsCounterIncrementMany(keys.length, ...keys, ...args);
     };
     const settled = await this.sendPerNode(requests, calls, send);
-    calls.forEach((indexes, call) => {
-      const [error, reply] = settled[call];
-      if (error) {
-        const refused = toStoreError(error);
-        for (const index of indexes) queued[index].reject(refused);
-        return;
-      }
-      const flat = reply as Array<number | string>;
-      indexes.forEach((index, i) => queued[index].resolve(incrementOutcome(flat[2 * i], flat[2 * i + 1])));
-    });
+    calls.forEach((indexes, call) => settleChanges(indexes.map((index) => queued[index]), ...settled[call]));
   }
 
   /**
@@ -617,6 +607,20 @@ function settle(reply: Promise<unknown>): Promise<[Error | null, unknown]> {
 /** A bound as the increment scripts take it: '' for the safe-integer limits (most counters declare none). */
 function bound(value: number): Arg {
   return Math.abs(value) === MAX_SAFE_COUNT ? '' : value;
+}
+
+/**
+ * Settles the changes one increment script call carried, in the order it carried them: from its reply
+ * (two values per change), or all refused with its error.
+ */
+function settleChanges(changes: Queued<IncrementRequest, IncrementOutcome>[], error: Error | null, reply: unknown): void {
+  if (error) {
+    const refused = toStoreError(error);
+    for (const { reject } of changes) reject(refused);
+    return;
+  }
+  const flat = reply as Array<number | string>;
+  changes.forEach(({ resolve }, i) => resolve(incrementOutcome(flat[2 * i], flat[2 * i + 1])));
 }
 
 function incrementOutcome(kind: number | string, value: number | string): IncrementOutcome {
