@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
@@ -15,6 +16,8 @@ export default defineConfig({
     fileParallelism: true,
     maxWorkers: 2,
   },
+  // The sample app imports the package by name (tsconfig.json maps it to lib/ for the type check).
+  resolve: { alias: { 'nestjs-counter': fileURLToPath(new URL('./lib/index.ts', import.meta.url)) } },
   // Nest's dependency injection reads the decorator metadata TypeScript would emit; Vite's oxc
   // transformer emits it too (legacy decorators, as in tsconfig.json).
   oxc: { decorator: { legacy: true, emitDecoratorMetadata: true } },

@@ -10,6 +10,7 @@ import { counterOptions } from './config/counter-options.factory.js';
 import { databaseOptions } from './config/database-options.factory.js';
 import { DemoModule } from './demo/demo.module.js';
 import { HealthModule } from './health/health.module.js';
+import { IndexController } from './index.controller.js';
 import { ProblemsModule } from './problems/problems.module.js';
 import { SolutionsModule } from './solutions/solutions.module.js';
 
@@ -26,6 +27,7 @@ import { SolutionsModule } from './solutions/solutions.module.js';
     DemoModule,
     HealthModule,
   ],
+  controllers: [IndexController],
   providers: [{ provide: APP_FILTER, useClass: CounterErrorsFilter }],
 })
 export class AppModule {}
