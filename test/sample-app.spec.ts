@@ -1,5 +1,3 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
@@ -22,11 +20,9 @@ interface SampleDatabase {
 async function sampleDatabase(name: DatabaseName): Promise<SampleDatabase> {
   switch (name) {
     case 'sqlite': {
-      const directory = mkdtempSync(join(tmpdir(), 'nestjs-counter-sample-'));
-      return {
-        url: `sqlite://${join(directory, 'judge.sqlite')}`,
-        drop: async () => rmSync(directory, { recursive: true, force: true }),
-      };
+      // The file createTestDatabase makes (and deletes with its directory).
+      const database = await createTestDatabase('sqlite');
+      return { url: `sqlite://${String(database.options.database)}`, drop: () => database.drop() };
     }
     case 'mariadb': {
       const database = await createTestDatabase('mariadb');
