@@ -611,12 +611,17 @@ function bound(value: number): Arg {
 
 /**
  * Settles the changes one increment script call carried, in the order it carried them: from its reply
- * (two values per change), or all refused with its error.
+ * (two values per change, or the new value alone of the one change applied by INCREMENT_ONE_LUA), or
+ * all refused with its error.
  */
 function settleChanges(changes: Queued<IncrementRequest, IncrementOutcome>[], error: Error | null, reply: unknown): void {
   if (error) {
     const refused = toStoreError(error);
     for (const { reject } of changes) reject(refused);
+    return;
+  }
+  if (!Array.isArray(reply)) {
+    changes[0].resolve({ kind: 'applied', value: Number(reply) });
     return;
   }
   const flat = reply as Array<number | string>;

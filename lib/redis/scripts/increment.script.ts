@@ -59,7 +59,11 @@ end
  * ARGV[1] encoded row id, ARGV[2] counter, ARGV[3] delta, ARGV[4] row TTL (seconds), then, for a
  * counter that declares bounds, ARGV[5] min and ARGV[6] max ('' for a safe-integer limit); absent for
  * one that declares none, which is held to the safe-integer limits ±(2^53-1).
- * Returns the two values of one change, as INCREMENT_MANY_LUA does.
+ * Returns the new value alone when the change is applied (an integer, or its digits from 10^14 on: see
+ * exact-number.lua.ts); otherwise the two values INCREMENT_MANY_LUA gives a change, {0, generation} or
+ * {2, currentValue}. ioredis decodes a bare integer faster than an array: with `{1, value}` a client
+ * at concurrency 1 made 3-10% fewer calls per second (scratch, one ioredis client, scripts that only
+ * return, three runs of eight 0.4 s turns each: 12,964 / 12,764 / 12,894 against 12,501 / 12,354 / 11,658).
  */
 export const INCREMENT_ONE_LUA = CHANGE_HELPERS_LUA + `
 local row, id = KEYS[1], ARGV[1]
@@ -80,7 +84,7 @@ if delta ~= 0 then
     mark_dirty(row, shard_key(row, id, ':dirty'), pending, id, ARGV[4], 1)
   end
 end
-return {1, exact(nextValue)}
+return exact(nextValue)
 `;
 
 /**
