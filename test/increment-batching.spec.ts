@@ -141,6 +141,54 @@ describe.each(TOPOLOGIES)('increments batched per turn of the event loop on %s',
     expect(together).toBe(topology === 'standalone' ? 5 : 15);
   });
 
+  it('answers changes of one call with exact values up to the safe integer limits, and unseeded rows with the generation', async () => {
+    const MAX = Number.MAX_SAFE_INTEGER;
+    // 10^14 - 1: the next value is the first that the script gives as digits instead of a Lua number.
+    const [high, low, edge] = await Promise.all([save(0, MAX - 5), save(0, -(MAX - 5)), save(0, 10 ** 14 - 1)]);
+    await counter.counters.getMany(Article, [high.id, low.id, edge.id]);
+    const unseeded = await save(0, 0);
+    await counter.counters.getMany(Article, [unseeded.id]);
+    await redis.del(rowKeyOf(unseeded.id));
+    const from = sent.length;
+    const outcomes = await Promise.allSettled([
+      counter.counters.increment(Article, high.id, 'view_count', 2),
+      counter.counters.increment(Article, high.id, 'view_count', 3),
+      counter.counters.increment(Article, high.id, 'view_count'), // past 2^53 - 1: refused
+      counter.counters.decrement(Article, low.id, 'view_count', 5),
+      counter.counters.increment(Article, edge.id, 'view_count'),
+      counter.counters.decrement(Article, edge.id, 'view_count', 2 * 10 ** 14),
+      counter.counters.increment(Article, unseeded.id, 'view_count', 4), // loaded from the database, then applied
+    ]);
+    expect(outcomes.map((outcome) => (outcome.status === 'fulfilled' ? outcome.value : outcome.reason.constructor))).toEqual([
+      MAX - 3,
+      MAX,
+      CounterOutOfRangeError,
+      -MAX,
+      10 ** 14,
+      -(10 ** 14),
+      4,
+    ]);
+    expect((outcomes[2] as PromiseRejectedResult).reason.message).toContain(`Article.view_count is ${MAX}`);
+    // The seven went out together (on a single Redis in one many-change call); the unseeded row's change
+    // went again once its row was loaded.
+    const calls = incrementCalls(from);
+    expect(calls.reduce((sum, call) => sum + call.changes, 0)).toBe(8);
+    if (topology === 'standalone') {
+      expect(calls.map(({ script, changes }) => [script, changes])).toEqual([
+        ['nestjsCounterIncrementMany', 7],
+        ['nestjsCounterIncrement', 1],
+      ]);
+    }
+    expect(await counter.counters.getMany(Article, [high.id, low.id, edge.id, unseeded.id])).toEqual(
+      new Map([
+        [high.id, { like_count: 0, view_count: MAX }],
+        [low.id, { like_count: 0, view_count: -MAX }],
+        [edge.id, { like_count: 0, view_count: -(10 ** 14) }],
+        [unseeded.id, { like_count: 0, view_count: 4 }],
+      ]),
+    );
+  });
+
   it('sends a lone change with the single-change script', async () => {
     const article = await save(7, 0);
     await counter.counters.get(Article, article.id, 'like_count');
