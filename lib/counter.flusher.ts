@@ -9,7 +9,8 @@ import { CounterStoreUnavailableError } from './exceptions/counter-store-unavail
 import type { ResolvedCounterOptions } from './interfaces/counter-module-options.interface.js';
 import type { FlushReport } from './interfaces/flush-report.interface.js';
 import { CounterKeys, type ShardKeys } from './redis/keys.js';
-import { CounterStore, type BatchRows } from './redis/counter.store.js';
+import type { BatchRows } from './redis/batch-rows.js';
+import { CounterStore } from './redis/counter.store.js';
 import { flushWorkersOf } from './sql/counter-dialect.js';
 import { CounterDatabase, type DeltaBatch } from './sql/counter.database.js';
 

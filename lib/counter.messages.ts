@@ -65,5 +65,7 @@ export const MESSAGES = {
     `A claimed batch of ${entity} shard ${shard} was taken over by another flusher (its lease ran out) before it was written; that flusher finishes it.`,
   claimNotReplicated: (confirmed: number, replicas: number, waitedMs: number) =>
     `A claimed counter batch reached ${confirmed} of ${replicas} replica(s) of its Redis node within ${waitedMs} ms; it stays in Redis and a later flush writes it.`,
+  unreadableDump: (reason: string) =>
+    `This Redis dumps a claimed counter batch in a form this library does not read (${reason}); flushes read batches with HGETALL instead, which costs the application more CPU per row. Please report the Redis version.`,
   overlayFailed: () => `Could not read live counters from Redis; the response carries the database values.`,
 };

@@ -1,4 +1,5 @@
 import type { SentCommand } from './command-tap.js';
+import { forEachDumpedHashEntry, textOf } from '../../lib/redis/hash-dump.js';
 import type { AnyRedis } from './redis.js';
 
 /**
@@ -41,25 +42,28 @@ export function scriptArguments(command: Pick<SentCommand, 'args'>): { keys: str
 }
 
 /**
- * The encoded ids in a claim's reply: {kind, lost, generation, batchId, more, deltas}, where deltas holds
- * lines that alternate a field name, "<encoded id> <counter>", and its delta. Each id once.
+ * The encoded ids in a claim's reply (read as Buffers): {kind, lost, generation, batchId, more, deltas},
+ * where deltas is the `DUMP` of the batch hash, whose fields are "<encoded id> <counter>" with the delta
+ * as value. Each id once.
  */
 export function claimedIds(reply: unknown): string[] {
-  if (!Array.isArray(reply) || typeof reply[5] !== 'string' || reply[5] === '') return [];
-  const lines = reply[5].split('\n');
+  if (!Array.isArray(reply) || !Buffer.isBuffer(reply[5])) return [];
   const ids = new Set<string>();
-  // Field name, then value: the batch's own fields start with '#', and a change that netted to zero has
-  // nothing for the database.
-  for (let at = 0; at < lines.length; at += 2) {
-    if (!lines[at].startsWith('#') && lines[at + 1] !== '0') ids.add(lines[at].slice(0, lines[at].indexOf(' ')));
-  }
+  // The batch's own fields start with '#', and a change that netted to zero has nothing for the database.
+  forEachDumpedHashEntry(reply[5], (field, value) => {
+    const name = textOf(field);
+    if (!name.startsWith('#') && textOf(value) !== '0') ids.add(name.slice(0, name.indexOf(' ')));
+  });
   return [...ids];
 }
 
 /** The batch id in a claim's reply (a UUID), if it claimed or found one. */
 export function claimedBatchId(reply: unknown): string | undefined {
   if (!Array.isArray(reply)) return undefined;
-  return reply.find((item): item is string => typeof item === 'string' && /^[0-9a-f]{8}-[0-9a-f-]{27}$/.test(item));
+  return reply
+    .slice(0, 5)
+    .map(String)
+    .find((item) => /^[0-9a-f]{8}-[0-9a-f-]{27}$/.test(item));
 }
 
 /** The library script a command runs, by its SHA; undefined for other commands. */

@@ -17,10 +17,10 @@ import { WIDE_PENDING_LUA } from './wide-pending.lua.js';
  * (no lease taken); {'pending', lost, gen, batchId, more, deltas} when a batch left behind must be
  * finished first; {'claimed', lost, gen, batchId, more, deltas} for a new batch ({'claimed', lost, gen,
  * '', more} if nothing was pending: no batch is kept). more is the number of rows still dirty; deltas is
- * the batch hash as one string of lines, a field name then its value, over and over: a change's name is
- * "<encoded id> <counter>" (neither holds a space or a line break) and its value a decimal integer, 0
- * when the change netted to zero; the batch's own fields start with '#' (in a new batch's reply at most
- * `#wide`, which came with the pending hash: see wide-pending.lua.ts).
+ * the batch hash's `DUMP` (read by batch-rows.ts): a change's field is "<encoded id> <counter>" (neither
+ * holds a space) and its value a decimal integer, 0 when the change netted to zero; the batch's own
+ * fields start with '#' (in a new batch's dump at most `#wide`, which came with the pending hash: see
+ * wide-pending.lua.ts). The caller reads the reply as Buffers.
  *
  * A shard with at most `max rows` dirty rows is claimed whole: its pending hash is renamed to the batch
  * hash (and a new one made with `#wide`), and its dirty set deleted, whatever the number of rows: no
@@ -42,11 +42,11 @@ if holder and holder ~= ARGV[1] then
   return {'busy', lost, gen}
 end
 
--- The batch hash as lines, a field name then its value, over and over, as HGETALL gives them: the caller
--- skips the batch's own fields ('#') and deltas that netted to zero. Leaving that to the caller cost
--- Redis 1.65 instead of 2.8 µs per row of three counters (a shard of 520 rows, measured alone).
-local function batch_lines()
-  return table.concat(redis.call('HGETALL', KEYS[2]), '\\n')
+-- The batch hash as its DUMP, one string made in C: the caller skips the batch's own fields ('#') and
+-- deltas that netted to zero. A string of lines made here from HGETALL cost Redis 540 µs for a batch of
+-- 520 rows of three counters, the DUMP 144 µs (measured alone): every field became a Lua string.
+local function batch_dump()
+  return redis.call('DUMP', KEYS[2])
 end
 
 -- redis.call takes at most a few thousand arguments at once (Lua's stack).
@@ -64,7 +64,7 @@ end
 local batchId = redis.call('HGET', KEYS[2], '#id')
 if batchId then
   redis.call('SET', KEYS[3], ARGV[1], 'PX', ARGV[2])
-  return {'pending', lost, gen, batchId, redis.call('ZCARD', KEYS[1]), batch_lines()}
+  return {'pending', lost, gen, batchId, redis.call('ZCARD', KEYS[1]), batch_dump()}
 end
 local dirty = redis.call('ZCARD', KEYS[1])
 if dirty == 0 then
@@ -115,7 +115,7 @@ if redis.call('EXISTS', KEYS[2]) == 0 then
   -- Nothing was pending: no batch to write or to acknowledge.
   return {'claimed', lost, gen, '', more}
 end
-local deltas = batch_lines()
+local deltas = batch_dump()
 -- #since: when the oldest row of the batch became dirty; #rows: rows in the batch.
 redis.call('HSET', KEYS[2], '#id', ARGV[3], '#at', ARGV[5], '#since', since, '#rows', rows)
 return {'claimed', lost, gen, ARGV[3], more, deltas}
