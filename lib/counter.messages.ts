@@ -66,6 +66,7 @@ export const MESSAGES = {
   claimNotReplicated: (confirmed: number, replicas: number, waitedMs: number) =>
     `A claimed counter batch reached ${confirmed} of ${replicas} replica(s) of its Redis node within ${waitedMs} ms; it stays in Redis and a later flush writes it.`,
   unreadableDump: (reason: string) =>
-    `This Redis dumps a claimed counter batch in a form this library does not read (${reason}); flushes read batches with HGETALL instead, which costs the application more CPU per row. Please report the Redis version.`,
+    `A claimed counter batch could not be read from its DUMP (${reason}); flushes read batches with HGETALL instead, which costs the application more CPU per row.`,
+  dumpRefused: () => `Redis refused DUMP in the claim script: allow DUMP to the module's Redis user (ACL)`,
   overlayFailed: () => `Could not read live counters from Redis; the response carries the database values.`,
 };

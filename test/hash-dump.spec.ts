@@ -6,7 +6,7 @@ import { CounterStore } from '../lib/redis/counter.store.js';
 import { forEachDumpedHashEntry, textOf, UnreadableDumpError } from '../lib/redis/hash-dump.js';
 import { CounterKeys } from '../lib/redis/keys.js';
 import { PrivateRedis } from './support/private-redis.js';
-import { testRedis, uniquePrefix } from './support/redis.js';
+import { REDIS_URL, testRedis, uniquePrefix } from './support/redis.js';
 
 /** The hash as the DUMP reader gives it, field by field, in the payload's order. */
 function readDump(payload: Buffer): Record<string, string> {
@@ -175,10 +175,38 @@ describe("a claimed batch's rows", () => {
       expect(byId(first)).toEqual({ '7': [5, -2, 0], '%C3%A9': [9007199254740991, 0, 2147483648], '12': [-1, 0, 0] });
       expect(second).toEqual(first);
       expect(warn).toHaveBeenCalledTimes(1);
-      expect(String(warn.mock.calls[0][0])).toContain('does not read (a DUMP payload of type 0');
+      expect(String(warn.mock.calls[0][0])).toContain('could not be read from its DUMP (a DUMP payload of type 0');
     } finally {
       warn.mockRestore();
       client.disconnect();
+    }
+  });
+
+  it('are read with HGETALL, with one warning, when the ACL of the Redis user refuses DUMP', async () => {
+    const warn = vi.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    const user = `${prefix}-user`;
+    await redis.acl('SETUSER', user, 'on', 'nopass', '+@all', '-dump', `~${prefix}*`);
+    const client = new Redis(REDIS_URL, { protocol: 2, username: user, password: 'x' });
+    try {
+      await client.ping();
+      await expect(client.dump(`${prefix}:x`)).rejects.toThrow(/NOPERM/);
+      const shard = new CounterKeys(prefix, 1).shard('t', 0);
+      const changes = Object.fromEntries(Object.entries(batch).filter(([field]) => !field.startsWith('#')));
+      await redis.hset(shard.pending, changes);
+      await redis.zadd(shard.dirty, 1, '7', 2, '%C3%A9', 3, '12');
+      await redis.set(shard.generation, '0');
+      const store = new CounterStore(client, 1000, 60);
+      const claim = await store.claim(shard, { counters, token: 'token', leaseMs: 10_000, batchId: 'b-2', limit: 1000 });
+      expect(claim).toMatchObject({ kind: 'batch', recovered: false, batchId: 'b-2', moreRows: 0, unknown: ['7 share_count', '3'] });
+      if (claim.kind !== 'batch') throw new Error('no batch');
+      expect(byId(claim)).toEqual({ '7': [5, -2, 0], '%C3%A9': [9007199254740991, 0, 2147483648], '12': [-1, 0, 0] });
+      expect(warn).toHaveBeenCalledTimes(1);
+      expect(String(warn.mock.calls[0][0])).toContain('Redis refused DUMP in the claim script');
+      await redis.del(...Object.values(shard).filter((key): key is string => typeof key === 'string' && key.startsWith(prefix)));
+    } finally {
+      warn.mockRestore();
+      client.disconnect();
+      await redis.acl('DELUSER', user);
     }
   });
 });

@@ -137,7 +137,7 @@ export interface ClaimRequest {
 export class CounterStore {
   private readonly logger = new Logger('CounterStore');
   private readonly client: ScriptClient;
-  /** Whether a claim's DUMP payload could not be read yet (logged once). */
+  /** Whether a claim's batch could not be read from its DUMP yet (logged once). */
   private unreadableDumpSeen = false;
   private readonly increments: TickQueue<IncrementRequest, IncrementOutcome>;
   /** Flush calls of single shards (claims, acks, releases): see `onShard`. */
@@ -294,26 +294,31 @@ export class CounterStore {
     if (kind === 'busy' || kind === 'empty') return { kind, ...shardState };
     const batch = { recovered: kind === 'pending', batchId, moreRows: Number(more) };
     // No batch when every change netted to zero (the claim kept none: batchId is '').
-    const rows = deltas ? await this.claimedRows(shard, deltas, request.counters) : NO_BATCH_ROWS;
+    const rows = batchId === '' ? NO_BATCH_ROWS : await this.claimedRows(shard, deltas ?? null, request.counters);
     return { kind: 'batch', ...shardState, ...batch, ...rows };
   }
 
   /**
-   * A claimed batch's rows from the `DUMP` of its hash; from an `HGETALL` of it where the payload is in
-   * a form this library does not read (a Redis version that dumps hashes otherwise), which costs more.
+   * A claimed batch's rows from the `DUMP` of its hash; from an `HGETALL` of it, which costs more, where
+   * Redis refused the `DUMP` (null: an ACL) or gave a payload in a form this library does not read (a
+   * Redis version that dumps hashes otherwise).
    */
-  private async claimedRows(shard: ShardKeys, payload: Buffer, counters: string[]): Promise<ClaimedRows> {
-    try {
-      return batchRowsOf({ payload }, counters);
-    } catch (error) {
-      if (!(error instanceof UnreadableDumpError)) throw error;
-      if (!this.unreadableDumpSeen) {
-        this.unreadableDumpSeen = true;
-        this.logger.warn(MESSAGES.unreadableDump(error.message));
+  private async claimedRows(shard: ShardKeys, payload: Buffer | null, counters: string[]): Promise<ClaimedRows> {
+    let reason = MESSAGES.dumpRefused();
+    if (payload) {
+      try {
+        return batchRowsOf({ payload }, counters);
+      } catch (error) {
+        if (!(error instanceof UnreadableDumpError)) throw error;
+        reason = error.message;
       }
-      const entries = await this.call(() => this.onShard(shard, (target) => target.hgetall(shard.batch)));
-      return batchRowsOf({ entries: entries as Record<string, string> }, counters);
     }
+    if (!this.unreadableDumpSeen) {
+      this.unreadableDumpSeen = true;
+      this.logger.warn(MESSAGES.unreadableDump(reason));
+    }
+    const entries = await this.call(() => this.onShard(shard, (target) => target.hgetall(shard.batch)));
+    return batchRowsOf({ entries: entries as Record<string, string> }, counters);
   }
 
   /** Returns false when the batch had already been acknowledged (by a flusher that took over). */
