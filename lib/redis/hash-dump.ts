@@ -6,8 +6,8 @@
  * Redis spends most of the claim making a Lua string of every field (540 against 144 µs for the `DUMP` of
  * a 520-row batch, measured alone). A `DUMP` leaves Redis as one string, built in C.
  *
- * Only the two encodings Redis 7 and 8 dump a plain hash in are read: a hash table (`RDB_TYPE_HASH`) and a
- * listpack (`RDB_TYPE_HASH_LISTPACK`). Anything else throws `UnreadableDumpError`, for the caller to read
+ * Only the two encodings Redis 7 dumps a hash in are read (tested with 7.0.15): a hash table
+ * (`RDB_TYPE_HASH`) and a listpack (`RDB_TYPE_HASH_LISTPACK`). Anything else throws `UnreadableDumpError`, for the caller to read
  * the hash another way. The layout is that of Redis's `rdb.c` (lengths, strings, LZF) and `listpack.c`.
  *
  * The payload is read as a Latin-1 string (a character per byte): `charCodeAt` and `slice` on it cost a
