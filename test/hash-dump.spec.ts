@@ -89,6 +89,8 @@ describe('reading a hash from its DUMP payload', () => {
     await roundTrip(redis, `${prefix}:small`, hashOf(VALUES.slice(0, 20)), 'listpack');
     await roundTrip(redis, `${prefix}:small2`, hashOf(VALUES.slice(20)), 'listpack');
     await roundTrip(redis, `${prefix}:tiny`, { '1 like_count': '5' }, 'listpack');
+    // A 64-bit integer beyond 2^53 (kept as text) as the hash's first value, near the listpack's start.
+    await roundTrip(redis, `${prefix}:wide-first`, { a: '9223372036854775807', b: '-9007199254740993' }, 'listpack');
     const long = { ...hashOf(VALUES), ['x'.repeat(100)]: 'y'.repeat(200), [`z${'0123456789'.repeat(500)}`]: 'q'.repeat(5_000) };
     await roundTrip(roomyClient, `${prefix}:roomy`, long, 'listpack');
     await roundTrip(uncompressedClient, `${prefix}:small`, hashOf(VALUES), 'listpack');

@@ -7,8 +7,9 @@
  * a 520-row batch, measured alone). A `DUMP` leaves Redis as one string, built in C.
  *
  * Only the two encodings Redis 7 dumps a hash in are read (tested with 7.0.15): a hash table
- * (`RDB_TYPE_HASH`) and a listpack (`RDB_TYPE_HASH_LISTPACK`). Anything else throws `UnreadableDumpError`, for the caller to read
- * the hash another way. The layout is that of Redis's `rdb.c` (lengths, strings, LZF) and `listpack.c`.
+ * (`RDB_TYPE_HASH`) and a listpack (`RDB_TYPE_HASH_LISTPACK`). Anything else throws
+ * `UnreadableDumpError`, for the caller to read the hash another way. The layout is that of Redis's
+ * `rdb.c` (lengths, strings, LZF) and `listpack.c`.
  *
  * The payload is read as a Latin-1 string (a character per byte): `charCodeAt` and `slice` on it cost a
  * fraction of Buffer reads and `toString` calls per field.
@@ -213,6 +214,8 @@ class ListpackReader {
     into.text = text;
     into.integer = undefined;
     let size: number;
+    // A 64-bit integer beyond 2^53, as text: a number would round it.
+    let wide: string | undefined;
     if ((first & 0x80) === 0) {
       // 7-bit unsigned integer.
       into.integer = first;
@@ -240,20 +243,20 @@ class ListpackReader {
       into.integer = intLE(text, at + 1, bytes);
       size = 1 + bytes;
     } else if (first === 0xf4) {
-      // Signed integer of 64 bits: as text beyond 2^53, which a number would round.
+      // Signed integer of 64 bits.
       const value = BigInt.asIntN(64, (BigInt(uintLE(text, at + 5, 4)) << 32n) | BigInt(uintLE(text, at + 1, 4)));
-      if (Number.isSafeInteger(Number(value))) {
-        into.integer = Number(value);
-      } else {
-        into.text = value.toString();
-        into.start = 0;
-        into.end = into.text.length;
-      }
+      if (Number.isSafeInteger(Number(value))) into.integer = Number(value);
+      else wide = value.toString();
       size = 9;
     } else {
       throw new UnreadableDumpError(`a listpack entry of encoding ${first}`);
     }
     into.end = at + size;
+    if (wide !== undefined) {
+      into.text = wide;
+      into.start = 0;
+      into.end = wide.length;
+    }
     this.at = at + size + backlengthBytes(size);
     if (this.at > this.end) throw cutShort();
     return true;
