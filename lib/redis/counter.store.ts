@@ -282,14 +282,16 @@ export class CounterStore {
       Date.now(),
       ...request.counters,
     ];
-    const reply = (await this.call(async () => {
+    // Read as Buffers, for the batch's DUMP (the reply's sixth element); the others are short text.
+    const reply = await this.call(async () => {
       const claimed = (await this.onShard(shard, (target) => target.nestjsCounterClaimBuffer(...args))) as Buffer[];
-      const [kind, , , batchId] = claimed.slice(0, 4).map(String);
+      const head = claimed.slice(0, 5).map(String);
+      const [kind, , , batchId] = head;
       if ((kind === 'claimed' || kind === 'pending') && batchId !== '') await this.awaitReplicas(shard);
-      return claimed;
-    })) as Buffer[];
-    const [kind, lost, generation, batchId, more] = reply.slice(0, 5).map(String);
-    const deltas = reply[5];
+      return { head, deltas: claimed[5] };
+    });
+    const [kind, lost, generation, batchId, more] = reply.head;
+    const { deltas } = reply;
     const shardState = { dataLost: Number(lost) === 1, generation: Number(generation) };
     if (kind === 'busy' || kind === 'empty') return { kind, ...shardState };
     const batch = { recovered: kind === 'pending', batchId, moreRows: Number(more) };
