@@ -22,8 +22,11 @@ export function resolveCounterOptions(options: CounterModuleOptions = {}): Resol
   const defined = Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined));
   const resolved = { ...COUNTER_DEFAULTS, ...defined } as ResolvedCounterOptions;
   for (const name of POSITIVE_INTEGERS) {
-    if (!Number.isSafeInteger(resolved[name]) || resolved[name] <= 0) {
-      throw new CounterConfigurationError(MESSAGES.badOption(name, resolved[name], 'a positive integer'));
+    const value = resolved[name];
+    // Left out, flushBatchSize is the database's default.
+    if (name === 'flushBatchSize' && value === undefined) continue;
+    if (!Number.isSafeInteger(value) || value === undefined || value <= 0) {
+      throw new CounterConfigurationError(MESSAGES.badOption(name, value, 'a positive integer'));
     }
   }
   if (resolved.shards > 16_384) {

@@ -18,7 +18,6 @@ export const COUNTER_DEFAULTS = {
   flushEnabled: true,
   flushOnShutdown: true,
   flushIntervalMs: 1_000,
-  flushBatchSize: 1_000,
   flushConcurrency: 4,
   flushLeaseMs: 30_000,
   flushMaxBackoffMs: 60_000,
@@ -27,6 +26,12 @@ export const COUNTER_DEFAULTS = {
   redisCommandTimeoutMs: 1_000,
   databaseTimeoutMs: 10_000,
 } as const;
+
+/**
+ * Rows per flush transaction where `flushBatchSize` is not set, on PostgreSQL and MySQL/MariaDB: each
+ * row stays locked until its transaction commits. SQLite has its own default (see sqlite.ts).
+ */
+export const DEFAULT_FLUSH_BATCH_SIZE = 1_000;
 
 /** Attempts at seeding a row before giving up: each retry means a flush acknowledged in between. */
 export const SEED_ATTEMPTS = 20;

@@ -60,11 +60,15 @@ const MAX_FAILED_SHARDS = 3;
 
 /**
  * Shards a flush worker claims at once (one round trip per node, shared with the claims its other
- * workers send in the same turn). Two: a transaction of `flushBatchSize` rows is often two shards'
- * batches, so a large backlog costs a round trip per transaction; and flushers of other instances that
- * start at the same moment (each walking the shards in its own order) still find shards free between
- * two rounds, so the work spreads over them. Five instances flushing at once (chaos scenario 7, 100
- * rounds): several of them wrote batches in 89 rounds with 2, in 37 with 4, in 24 with 8.
+ * workers send in the same turn), per 1,000 rows of its transactions (`flushBatchSize`), and at least
+ * this many. Two per 1,000 rows: a transaction of 1,000 rows is often two shards' batches, so a large
+ * backlog costs a round trip per transaction; and flushers of other instances that start at the same
+ * moment (each walking the shards in its own order) still find shards free between two rounds, so the
+ * work spreads over them. Five instances flushing at once with 1,000-row transactions (chaos scenario
+ * 7, 100 rounds): several of them wrote batches in 89 rounds with 2, in 37 with 4, in 24 with 8. With
+ * SQLite's 4,000-row transactions, claimed two shards per round trip, the transaction waited for four
+ * round trips, which the statements of the one before held up (one thread): a scratch copy of the
+ * flush bench took 218–263 ms per 100,000 rows that way, 177–202 ms with eight claims per round trip.
  */
 const CLAIMS_AT_ONCE = 2;
 
@@ -88,6 +92,8 @@ export class CounterFlusher implements OnApplicationBootstrap {
   private shardsMarked = false;
   /** The last generation seen per shard: it only grows, unless Redis lost the shard's data. */
   private readonly generations = new Map<string, number>();
+  /** Shards a worker claims per round trip (see CLAIMS_AT_ONCE). */
+  private readonly claimsAtOnce: number;
 
   constructor(
     private readonly registry: CounterRegistry,
@@ -96,7 +102,9 @@ export class CounterFlusher implements OnApplicationBootstrap {
     private readonly database: CounterDatabase,
     private readonly health: CounterHealth,
     @Inject(COUNTER_OPTIONS) private readonly options: ResolvedCounterOptions,
-  ) {}
+  ) {
+    this.claimsAtOnce = Math.max(CLAIMS_AT_ONCE, Math.ceil((CLAIMS_AT_ONCE * database.flushBatchSize) / 1_000));
+  }
 
   /** Marks the shards, so that a later loss of Redis data can be told from a first start. */
   async onApplicationBootstrap(): Promise<void> {
@@ -191,7 +199,7 @@ export class CounterFlusher implements OnApplicationBootstrap {
     return shards.filter((work, index) => {
       const { dirtyRows, batchRows, generation } = backlog[index];
       if (generation !== null && this.lostData(work, { dataLost: false, generation }, seenBefore[index])) run.lostShards++;
-      work.expectedRows = batchRows > 0 ? batchRows : Math.min(dirtyRows, this.options.flushBatchSize);
+      work.expectedRows = batchRows > 0 ? batchRows : Math.min(dirtyRows, this.database.flushBatchSize);
       return dirtyRows > 0 || batchRows > 0 || generation === null;
     });
   }
@@ -206,9 +214,9 @@ export class CounterFlusher implements OnApplicationBootstrap {
   private async claimGroup(run: FlushRun): Promise<ClaimedBatch[]> {
     const group: ClaimedBatch[] = [];
     let rows = 0;
-    while (rows < this.options.flushBatchSize && run.queue.length > 0 && !run.stopped()) {
+    while (rows < this.database.flushBatchSize && run.queue.length > 0 && !run.stopped()) {
       const picked: ShardWork[] = [];
-      for (let expected = rows; expected < this.options.flushBatchSize && picked.length < CLAIMS_AT_ONCE; ) {
+      for (let expected = rows; expected < this.database.flushBatchSize && picked.length < this.claimsAtOnce; ) {
         const work = run.queue.pop();
         if (!work) break;
         picked.push(work);
@@ -216,7 +224,7 @@ export class CounterFlusher implements OnApplicationBootstrap {
       }
       const claimed = await Promise.all(
         picked.map((work) =>
-          this.claimShard(run, work, this.options.flushBatchSize).catch((error: Error) => this.shardFailed(run, work, error)),
+          this.claimShard(run, work, this.database.flushBatchSize).catch((error: Error) => this.shardFailed(run, work, error)),
         ),
       );
       for (const batch of claimed) {
@@ -239,6 +247,7 @@ export class CounterFlusher implements OnApplicationBootstrap {
     const seenBefore = this.generations.get(work.keys.tag) ?? 0;
     const claim = await this.store.claim(work.keys, {
       counters: work.entity.counterNames,
+      numericIds: work.entity.numericId,
       token: run.token,
       leaseMs: this.options.flushLeaseMs,
       batchId: randomUUID(),
@@ -347,7 +356,7 @@ export class CounterFlusher implements OnApplicationBootstrap {
 
   /** A shard with rows left after a batch goes back in the queue, at the front: the others go first. */
   private requeue(run: FlushRun, work: ShardWork, moreRows: number): void {
-    work.expectedRows = Math.min(moreRows, this.options.flushBatchSize);
+    work.expectedRows = Math.min(moreRows, this.database.flushBatchSize);
     run.queue.unshift(work);
   }
 
@@ -390,7 +399,10 @@ export class CounterFlusher implements OnApplicationBootstrap {
     // Only ids whose text differs from their encoded form (the ack needs the encoded one of a row
     // missing from the database): most ids, numeric ones all, need no entry.
     const encodedIdOf = new Map<string, string>();
-    const ids = claimed.encodedIds.map((encodedId) => this.idOf(entity, encodedId, encodedIdOf));
+    // A number is an integer id whose text is its encoded id already.
+    const ids = claimed.encodedIds.map((encodedId) =>
+      typeof encodedId === 'number' ? encodedId : this.idOf(entity, encodedId, encodedIdOf),
+    );
     const changed = counters.map(() => false);
     for (let at = 0; at < claimed.deltas.length; at++) if (claimed.deltas[at] !== 0) changed[at % width] = true;
     // Only the columns the batch changes: a column without a delta would only cost the statement.

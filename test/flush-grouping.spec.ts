@@ -241,3 +241,25 @@ describe.each(DATABASES)('claims of a shard larger than a batch on %s', (databas
     expect((await counters.status()).pendingRows).toBe(0);
   });
 });
+
+// Rows whose ids span more than a 32-bit sort key holds (see merge-batches.ts) are written exactly.
+describe.each(DATABASES)('a transaction of rows with ids far apart on %s', (database) => {
+  const suite = useCounterSuite(database, 'id-span', { shards: 1 });
+
+  it.each([
+    ['close together', [5, 3, 1_000, 2, 999, 4]],
+    ['far apart, negative ones among them', [2_147_483_000, -2_147_483_000, 7, -1, 1_000_000_000, 1]],
+  ])('writes each row its own deltas, ids %s', async (_, ids) => {
+    const { counters, dataSource } = suite.counter;
+    await insertArticles(dataSource, ids.map(() => 0), 0, ids);
+    for (const [i, id] of ids.entries()) {
+      await counters.increment(Article, id, 'like_count', i + 1);
+      await counters.increment(Article, id, 'view_count', 10 * (i + 1));
+    }
+    const report = await counters.flush();
+    expect(report.error).toBeUndefined();
+    expect([report.batches, report.rows]).toEqual([1, ids.length]);
+    const stored = await articleCounts(dataSource, ids);
+    expect(ids.map((id) => stored.get(id))).toEqual(ids.map((_, i) => ({ likes: i + 1, views: 10 * (i + 1) })));
+  });
+});

@@ -155,6 +155,43 @@ describe("a claimed batch's rows", () => {
     expect(byId(batchRowsOf({ entries: await redis.hgetall(`${prefix}:batch`) }, counters))).toEqual(byId(read));
   });
 
+  it("hold an integer entity's ids as numbers where the text is a safe integer's own, as text otherwise", async () => {
+    const key = `${prefix}:numeric`;
+    const ids = ['0', '-0', '7', '-12', '007', '123456789012345', '1234567890123456', '-9007199254740993', '1e3', '7x'];
+    const fields = Object.fromEntries(ids.map((id, i) => [`${id} like_count`, String(i + 1)]));
+    await redis.hset(key, { ...fields, '#wide': '-'.repeat(65), '7 view_count': '40', '8': '9' });
+    const read = (hash: Parameters<typeof batchRowsOf>[0]) => {
+      const { rows, unknown } = batchRowsOf(hash, ['like_count', 'view_count'], true);
+      const byKey = new Map(rows.encodedIds.map((id, row) => [id, rows.deltas.slice(row * 2, row * 2 + 2)]));
+      return { byKey, unknown };
+    };
+    try {
+      const fromDump = read({ payload: await redis.dumpBuffer(key) });
+      // Compared as maps: the order of a hash's fields is Redis's.
+      expect(fromDump.byKey).toEqual(
+        new Map<string | number, number[]>([
+          [0, [1, 0]],
+          ['-0', [2, 0]],
+          [7, [3, 40]],
+          [-12, [4, 0]],
+          ['007', [5, 0]],
+          [123456789012345, [6, 0]],
+          ['1234567890123456', [7, 0]],
+          ['-9007199254740993', [8, 0]],
+          ['1e3', [9, 0]],
+          ['7x', [10, 0]],
+        ]),
+      );
+      expect(fromDump.unknown).toEqual(['8', '9']);
+      // HGETALL's entries give the same rows.
+      const fromEntries = read({ entries: await redis.hgetall(key) });
+      expect(fromEntries.byKey).toEqual(fromDump.byKey);
+      expect(fromEntries.unknown).toEqual(fromDump.unknown);
+    } finally {
+      await redis.del(key);
+    }
+  });
+
   it('are read with HGETALL, with one warning, when the DUMP is in a form this library does not read', async () => {
     const warn = vi.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
     const client = testRedis();
@@ -166,11 +203,11 @@ describe("a claimed batch's rows", () => {
       const shard = { ...new CounterKeys(prefix, 1).shard('t', 0), batch: `${prefix}:batch` };
       const unreadable = await redis.dumpBuffer(`${prefix}:string`);
       const claimedRows = (payload: Buffer) =>
-        (store as unknown as { claimedRows(s: typeof shard, p: Buffer, c: string[]): Promise<ReturnType<typeof batchRowsOf>> }).claimedRows(
-          shard,
-          payload,
-          counters,
-        );
+        (
+          store as unknown as {
+            claimedRows(s: typeof shard, p: Buffer, r: { counters: string[]; numericIds: boolean }): Promise<ReturnType<typeof batchRowsOf>>;
+          }
+        ).claimedRows(shard, payload, { counters, numericIds: false });
       const first = await claimedRows(unreadable);
       const second = await claimedRows(unreadable);
       expect(first).toEqual(expected);
@@ -198,7 +235,7 @@ describe("a claimed batch's rows", () => {
       await redis.zadd(shard.dirty, 1, '7', 2, '%C3%A9', 3, '12');
       await redis.set(shard.generation, '0');
       const store = new CounterStore(client, 1000, 60);
-      const claim = await store.claim(shard, { counters, token: 'token', leaseMs: 10_000, batchId: 'b-2', limit: 1000 });
+      const claim = await store.claim(shard, { counters, token: 'token', leaseMs: 10_000, batchId: 'b-2', limit: 1000, numericIds: false });
       expect(claim).toMatchObject({ kind: 'batch', recovered: false, batchId: 'b-2', moreRows: 0, unknown: ['7 share_count', '3'] });
       if (claim.kind !== 'batch') throw new Error('no batch');
       expect(byId(claim)).toEqual({ '7': [5, -2, 0], '%C3%A9': [9007199254740991, 0, 2147483648], '12': [-1, 0, 0] });

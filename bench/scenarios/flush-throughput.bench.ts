@@ -1,6 +1,7 @@
 import { Redis } from 'ioredis';
 import type { DataSource } from 'typeorm';
-import { COUNTER_DEFAULTS } from '../../lib/counter.constants.js';
+import { COUNTER_DEFAULTS, DEFAULT_FLUSH_BATCH_SIZE } from '../../lib/counter.constants.js';
+import { sqliteDialect } from '../../lib/sql/sqlite.js';
 import type { CounterService } from '../../lib/index.js';
 import type { BenchContext, BenchScenario } from '../harness/bench-context.js';
 import { insertRows, loadIntoRedis, startBenchApp, type BenchApp } from '../harness/bench-app.js';
@@ -228,9 +229,10 @@ export const flushThroughput: BenchScenario = {
     }
     return {
       library:
-        `\`CounterService.flush()\` with the default ${COUNTER_DEFAULTS.shards} shards per entity and batches of ` +
-        `${COUNTER_DEFAULTS.flushBatchSize} rows per transaction (a status script per shard, all in one round trip; then a claim script per shard with changes, ` +
-        'two shards per worker and round trip; one transaction with the ledger inserts and one UPDATE per table for the batches of several shards; ' +
+        `\`CounterService.flush()\` with the default ${COUNTER_DEFAULTS.shards} shards per entity and the default batches of ` +
+        `${DEFAULT_FLUSH_BATCH_SIZE.toLocaleString('en-US')} rows per transaction (${sqliteDialect.defaultFlushBatchSize.toLocaleString('en-US')} on SQLite; ` +
+        'a status script per shard, all in one round trip; then a claim script per shard with changes, ' +
+        'two shards per worker and round trip per 1,000 rows of a transaction; one transaction with the ledger inserts and one UPDATE per table for the batches of several shards; ' +
         'an ack script per shard, a transaction\'s in one round trip), ' +
         'called until `status().pendingRows` is 0, with every row dirty on its three counters in Redis.',
       baseline:

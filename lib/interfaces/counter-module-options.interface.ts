@@ -59,7 +59,8 @@ export interface CounterModuleOptions {
    * Rows a flush worker gathers from one or more shards before it writes them in one transaction (one
    * UPDATE statement per table). A shard gives at most this many rows per claim, so a transaction holds
    * fewer than twice this many.
-   * @default 1000
+   * @default 1000 on PostgreSQL and MySQL/MariaDB, 4000 on SQLite (one writer at a time, which locks the
+   * whole database whatever the transaction's size; fewer, larger transactions mean fewer commits)
    */
   flushBatchSize?: number;
   /**
@@ -117,8 +118,10 @@ export interface CounterModuleOptions {
 }
 
 /** Options after defaults were applied: what the module's providers work with. */
-export type ResolvedCounterOptions = Required<Omit<CounterModuleOptions, 'redis'>> & {
+export type ResolvedCounterOptions = Required<Omit<CounterModuleOptions, 'redis' | 'flushBatchSize'>> & {
   redis: CounterRedisConnection;
+  /** Undefined: the database's default (see `CounterDatabase.flushBatchSize`). */
+  flushBatchSize: number | undefined;
 };
 
 /** Options fixed when the module is defined: given to `forRoot()` and next to `useFactory` in `forRootAsync()`. */

@@ -127,6 +127,8 @@ export interface ShardBacklog {
 export interface ClaimRequest {
   /** The counters to claim: the entity's. */
   counters: string[];
+  /** Whether the entity's ids are integers (see `batchRowsOf`). */
+  numericIds: boolean;
   token: string;
   leaseMs: number;
   batchId: string;
@@ -296,7 +298,7 @@ export class CounterStore {
     if (kind === 'busy' || kind === 'empty') return { kind, ...shardState };
     const batch = { recovered: kind === 'pending', batchId, moreRows: Number(more) };
     // No batch when every change netted to zero (the claim kept none: batchId is '').
-    const rows = batchId === '' ? NO_BATCH_ROWS : await this.claimedRows(shard, deltas ?? null, request.counters);
+    const rows = batchId === '' ? NO_BATCH_ROWS : await this.claimedRows(shard, deltas ?? null, request);
     return { kind: 'batch', ...shardState, ...batch, ...rows };
   }
 
@@ -305,11 +307,15 @@ export class CounterStore {
    * Redis refused the `DUMP` (null: an ACL) or gave a payload in a form this library does not read (a
    * Redis version that dumps hashes otherwise).
    */
-  private async claimedRows(shard: ShardKeys, payload: Buffer | null, counters: string[]): Promise<ClaimedRows> {
+  private async claimedRows(
+    shard: ShardKeys,
+    payload: Buffer | null,
+    { counters, numericIds }: ClaimRequest,
+  ): Promise<ClaimedRows> {
     let reason = MESSAGES.dumpRefused();
     if (payload) {
       try {
-        return batchRowsOf({ payload }, counters);
+        return batchRowsOf({ payload }, counters, numericIds);
       } catch (error) {
         if (!(error instanceof UnreadableDumpError)) throw error;
         reason = error.message;
@@ -320,7 +326,7 @@ export class CounterStore {
       this.logger.warn(MESSAGES.unreadableDump(reason));
     }
     const entries = await this.call(() => this.onShard(shard, (target) => target.hgetall(shard.batch)));
-    return batchRowsOf({ entries: entries as Record<string, string> }, counters);
+    return batchRowsOf({ entries: entries as Record<string, string> }, counters, numericIds);
   }
 
   /** Returns false when the batch had already been acknowledged (by a flusher that took over). */

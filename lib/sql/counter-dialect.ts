@@ -41,6 +41,8 @@ export interface CounterDialect {
    * driver has a single connection (SQLite), unbounded where each transaction takes a pooled one.
    */
   parallelTransactions: number;
+  /** Rows per flush transaction where the option `flushBatchSize` is not set. */
+  defaultFlushBatchSize: number;
   placeholder(position: number): string;
   /** The values an integer column type can hold, when the database enforces a range narrower than 64 bits. */
   integerRange(type: string, unsigned: boolean): [min: number, max: number] | undefined;

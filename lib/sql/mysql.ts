@@ -1,3 +1,4 @@
+import { DEFAULT_FLUSH_BATCH_SIZE } from '../counter.constants.js';
 import { driverErrorOf, rowParams, fixedIntegerRange, type CounterDialect, type DeltaRows, type DeltaTarget, type Statement } from './counter-dialect.js';
 
 const ER_DUP_ENTRY = 1062;
@@ -15,6 +16,7 @@ const MARIADB_VALUES_SINCE = [10, 3, 3];
 export const mysqlDialect: CounterDialect = {
   // Each transaction on a pooled connection of its own: `flushConcurrency` sets how many.
   parallelTransactions: Number.POSITIVE_INFINITY,
+  defaultFlushBatchSize: DEFAULT_FLUSH_BATCH_SIZE,
   integerRange: fixedIntegerRange,
   placeholder: () => '?',
   // Beyond a few thousand rows the derived table costs more per row (MariaDB, 3 columns: 8.2 µs per row

@@ -1,3 +1,4 @@
+import { DEFAULT_FLUSH_BATCH_SIZE } from '../counter.constants.js';
 import { driverErrorOf, fixedIntegerRange, type CounterDialect, type DeltaRows, type DeltaTarget, type Statement } from './counter-dialect.js';
 
 const UNIQUE_VIOLATION = '23505';
@@ -11,6 +12,7 @@ const TRANSIENT = new Set([DEADLOCK_DETECTED, '40001', '55P03']);
 export const postgresDialect: CounterDialect = {
   // Each transaction on a pooled connection of its own: `flushConcurrency` sets how many.
   parallelTransactions: Number.POSITIVE_INFINITY,
+  defaultFlushBatchSize: DEFAULT_FLUSH_BATCH_SIZE,
   integerRange: fixedIntegerRange,
   placeholder: (position) => `$${position}`,
   // A statement has one parameter per column, whatever the rows.
