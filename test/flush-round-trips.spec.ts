@@ -1,3 +1,4 @@
+import calculateSlot from 'cluster-key-slot';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { CounterKeys } from '../lib/redis/keys.js';
 import { CounterDatabase, type DeltaBatch } from '../lib/sql/counter.database.js';
@@ -45,7 +46,7 @@ describe.each(TOPOLOGIES)('round trips of a flush on a %s', (topology) => {
 
   const allShards = Array.from({ length: SHARDS }, (_, shard) => shard);
 
-  it('with nothing waiting: one round trip per node, every shard backlog read and no claim', async () => {
+  it('with nothing waiting: one round trip per node, every shard backlog read in one call per slot, and no claim', async () => {
     roundTrips.reset();
     const report = await counter.counters.flush();
     expect(report).toMatchObject({ batches: 0, rows: 0, busyShards: 0, failedShards: 0 });
@@ -53,7 +54,15 @@ describe.each(TOPOLOGIES)('round trips of a flush on a %s', (topology) => {
     const trips = await tripsByScript();
     const nodes = await nodesOf(ENTITIES as Array<typeof Article>, allShards);
     expect(trips.map(({ node }) => node).sort()).toEqual(nodes);
-    expect(trips.flatMap(({ scripts }) => scripts)).toEqual(Array(ENTITIES.length * SHARDS).fill('nestjsCounterStatus'));
+    const shards = ENTITIES.flatMap((entity) =>
+      allShards.map((shard) => keys.shard(counter.dataSource.getMetadata(entity).tablePath, shard)),
+    );
+    // A single Redis reads them all in one call; a cluster in one per slot (a script's keys share one).
+    const calls = topology === 'standalone' ? 1 : new Set(shards.map((shard) => shard.slot)).size;
+    expect(trips.flatMap(({ scripts }) => scripts)).toEqual(Array(calls).fill('nestjsCounterStatus'));
+    const named = roundTrips.trips.flatMap((trip) => trip.keys);
+    expect(named.flat().sort()).toEqual(shards.flatMap((shard) => [shard.dirty, shard.batch, shard.generation]).sort());
+    if (topology === 'cluster') for (const callKeys of named) expect(new Set(callKeys.map((key) => calculateSlot(key))).size).toBe(1);
   });
 
   it("claims the shards in one round trip per node, and acknowledges each transaction's in one per node", async () => {

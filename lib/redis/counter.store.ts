@@ -3,7 +3,7 @@ import type { ChainableCommander } from 'ioredis';
 import { CounterReplicationLagError } from '../exceptions/counter-replication-lag.error.js';
 import { CounterStoreUnavailableError } from '../exceptions/counter-store-unavailable.error.js';
 import { MESSAGES } from '../counter.messages.js';
-import { MAX_CHANGES_PER_CALL, MAX_ROWS_PER_CALL, MAX_SAFE_COUNT } from '../counter.constants.js';
+import { MAX_CHANGES_PER_CALL, MAX_ROWS_PER_CALL, MAX_SAFE_COUNT, MAX_SHARDS_PER_STATUS_CALL } from '../counter.constants.js';
 import { groupBy } from '../group-by.js';
 import { ACK_LUA } from './scripts/ack.script.js';
 import { CLAIM_LUA } from './scripts/claim.script.js';
@@ -32,15 +32,20 @@ const SCRIPTS = {
   nestjsCounterAck: { lua: ACK_LUA, numberOfKeys: 5 },
   nestjsCounterGiveBack: { lua: GIVE_BACK_LUA, numberOfKeys: 3 },
   nestjsCounterRelease: { lua: RELEASE_LUA, numberOfKeys: 1 },
-  nestjsCounterStatus: { lua: STATUS_LUA, numberOfKeys: 3 },
+  nestjsCounterStatus: { lua: STATUS_LUA },
 } as const;
 
 type ScriptName = keyof typeof SCRIPTS;
-type ScriptCommands<R> = { [name in ScriptName | 'nestjsCounterClaimBuffer']: (...args: Arg[]) => R };
+/** A command's reply, handed over as it arrives (ioredis calls a command's last argument so). */
+type ReplyCallback = (error: Error | null | undefined, reply?: unknown) => void;
+type ScriptCommands<R> = { [name in ScriptName | 'nestjsCounterClaimBuffer']: (...args: Array<Arg | ReplyCallback>) => R };
 type ScriptClient = RedisClient & ScriptCommands<Promise<unknown>>;
 interface ScriptPipeline extends ChainableCommander, ScriptCommands<ScriptPipeline> {}
 /** Where a call goes: the client itself (a lone call) or a pipeline; what both offer. */
-type CallTarget = ScriptCommands<unknown> & { set(key: string, value: string, mode: 'NX'): unknown; hgetall(key: string): unknown };
+type CallTarget = ScriptCommands<unknown> & {
+  set(key: string, value: string, mode: 'NX'): unknown;
+  hgetall(key: string, done?: ReplyCallback): unknown;
+};
 
 /**
  * States in which a command can be sent now: connected, or a lazy client's first command (which
@@ -68,10 +73,10 @@ export type IncrementOutcome =
  */
 const TRANSIENT_REFUSAL = /^(MOVED|ASK|TRYAGAIN|CLUSTERDOWN|LOADING|MASTERDOWN|READONLY)\b/;
 
-/** A call on one shard's keys (see `CounterStore.onShard`). */
+/** A call on one shard's keys (see `CounterStore.onShard`): made on `target`, its reply handed to `done`. */
 interface ShardCall {
   shard: ShardKeys;
-  send(target: CallTarget): unknown;
+  send(target: CallTarget, done: ReplyCallback): unknown;
 }
 
 export interface ShardRowsRequest {
@@ -286,7 +291,7 @@ export class CounterStore {
     ];
     // Read as Buffers, for the batch's DUMP (the reply's sixth element); the others are short text.
     const reply = await this.call(async () => {
-      const claimed = (await this.onShard(shard, (target) => target.nestjsCounterClaimBuffer(...args))) as Buffer[];
+      const claimed = (await this.onShard(shard, (target, done) => target.nestjsCounterClaimBuffer(...args, done))) as Buffer[];
       const head = claimed.slice(0, 5).map(String);
       const [kind, , , batchId] = head;
       if ((kind === 'claimed' || kind === 'pending') && batchId !== '') await this.awaitReplicas(shard);
@@ -325,7 +330,7 @@ export class CounterStore {
       this.unreadableDumpSeen = true;
       this.logger.warn(MESSAGES.unreadableDump(reason));
     }
-    const entries = await this.call(() => this.onShard(shard, (target) => target.hgetall(shard.batch)));
+    const entries = await this.call(() => this.onShard(shard, (target, done) => target.hgetall(shard.batch, done)));
     return batchRowsOf({ entries: entries as Record<string, string> }, counters, numericIds);
   }
 
@@ -340,7 +345,7 @@ export class CounterStore {
   ): Promise<boolean> {
     const keys = [shard.batch, shard.lease, shard.generation, shard.dirty, shard.pending];
     const args = [shard.rowPrefix, batchId, token, release ? '1' : '0', counters.length, ...counters, ...missingEncodedIds];
-    const reply = await this.call(() => this.onShard(shard, (target) => target.nestjsCounterAck(...keys, ...args)));
+    const reply = await this.call(() => this.onShard(shard, (target, done) => target.nestjsCounterAck(...keys, ...args, done)));
     return Number(reply) === 1;
   }
 
@@ -353,8 +358,8 @@ export class CounterStore {
    */
   async giveBack(shard: ShardKeys, batchId: string, token: string, unknownDeltas: string[]): Promise<boolean> {
     const reply = await this.call(async () => {
-      const given = await this.onShard(shard, (target) =>
-        target.nestjsCounterGiveBack(shard.batch, shard.unknown, shard.lease, batchId, token, this.rowTtlSeconds, ...unknownDeltas),
+      const given = await this.onShard(shard, (target, done) =>
+        target.nestjsCounterGiveBack(shard.batch, shard.unknown, shard.lease, batchId, token, this.rowTtlSeconds, ...unknownDeltas, done),
       );
       if (Number(given) === 1) await this.awaitReplicas(shard);
       return given;
@@ -363,25 +368,35 @@ export class CounterStore {
   }
 
   async release(shard: ShardKeys, token: string): Promise<void> {
-    await this.call(() => this.onShard(shard, (target) => target.nestjsCounterRelease(shard.lease, token)));
+    await this.call(() => this.onShard(shard, (target, done) => target.nestjsCounterRelease(shard.lease, token, done)));
   }
 
-  /** What each shard has waiting for the database: one round trip per node. */
+  /**
+   * What each shard has waiting for the database: one script call per slot (one in all on a single
+   * Redis, up to MAX_SHARDS_PER_STATUS_CALL shards), one round trip per node.
+   */
   async backlog(shards: ShardKeys[]): Promise<ShardBacklog[]> {
-    const replies = await this.runPerShard(
-      shards.map((shard) => ({ shard })),
-      (target, { shard }) => target.nestjsCounterStatus(shard.dirty, shard.batch, shard.generation),
-    );
-    return replies.map((reply) => {
-      const [dirtyRows, dirtySince, batchRows, batchSince, now, generation] = (reply as Arg[]).map(String);
-      const since = [dirtySince, batchSince].filter((value) => value !== '').map(Number);
-      return {
-        dirtyRows: Number(dirtyRows),
-        batchRows: batchRows === '' ? 0 : Number(batchRows),
-        oldestAgeMs: since.length === 0 ? null : Math.max(0, Number(now) - Math.min(...since)),
-        generation: generation === '' ? null : Number(generation),
-      };
+    const requests = shards.map((shard) => ({ shard }));
+    const calls = this.callsBySlot(requests).flatMap((indexes) => chunks(indexes, MAX_SHARDS_PER_STATUS_CALL));
+    const replies = await this.runPerCall(requests, calls, (target, indexes) => {
+      const keys = indexes.flatMap((index) => [shards[index].dirty, shards[index].batch, shards[index].generation]);
+      return target.nestjsCounterStatus(keys.length, ...keys);
     });
+    const backlog: ShardBacklog[] = new Array(shards.length);
+    calls.forEach((indexes, call) => {
+      const [now, ...lines] = String(replies[call]).split('\n');
+      indexes.forEach((index, line) => {
+        const [dirtyRows, dirtySince, batchRows, batchSince, generation] = lines[line].split(',');
+        const since = [dirtySince, batchSince].filter((value) => value !== '').map(Number);
+        backlog[index] = {
+          dirtyRows: Number(dirtyRows),
+          batchRows: batchRows === '' ? 0 : Number(batchRows),
+          oldestAgeMs: since.length === 0 ? null : Math.max(0, Number(now) - Math.min(...since)),
+          generation: generation === '' ? null : Number(generation),
+        };
+      });
+    });
+    return backlog;
   }
 
   /**
@@ -400,18 +415,38 @@ export class CounterStore {
    * node. A flush claims the shards of a transaction at once, and acknowledges them at once, so each
    * takes one write and one round trip per node instead of one per shard.
    */
-  private onShard(shard: ShardKeys, send: (target: CallTarget) => unknown): Promise<unknown> {
+  private onShard(shard: ShardKeys, send: ShardCall['send']): Promise<unknown> {
     return this.shardCalls.add({ shard, send });
   }
 
   private async sendShardCalls(queued: Queued<ShardCall, unknown>[]): Promise<void> {
     const requests = queued.map(({ request }) => request);
-    const settled = await this.sendPerNode(
-      requests,
-      requests.map((_, index) => [index]),
-      (target, [index]) => requests[index].send(target),
-    );
-    settled.forEach(([error, reply], index) => (error ? queued[index].reject(error) : queued[index].resolve(reply)));
+    if (isCluster(this.client)) {
+      // A cluster pipeline sends again what a node redirects: its calls are settled from its results.
+      const settled = await this.sendPerNode(
+        requests,
+        requests.map((_, index) => [index]),
+        (target, [index]) => requests[index].send(target, ignoreReply),
+      );
+      settled.forEach(([error, reply], index) => (error ? queued[index].reject(error) : queued[index].resolve(reply)));
+      return;
+    }
+    // On a single Redis each call is settled as its reply arrives, not when the round trip's last one
+    // does: the claims of two flush workers sent in one turn took 8-10 ms together, and the first
+    // worker's transaction waited for the second's claims (scratch copy of the SQLite flush bench).
+    const done =
+      (index: number): ReplyCallback =>
+      (error, reply) =>
+        error ? queued[index].reject(error) : queued[index].resolve(reply);
+    if (requests.length === 1) {
+      // Settled through `done`; the returned promise only repeats it.
+      (requests[0].send(this.client, done(0)) as Promise<unknown>).catch(() => undefined);
+      return;
+    }
+    const pipeline = this.client.pipeline() as ScriptPipeline;
+    requests.forEach((request, index) => request.send(pipeline, done(index)));
+    // A pipeline that fails as a whole may leave calls without a reply; one already settled stays so.
+    await pipeline.exec().catch((error: Error) => queued.forEach(({ reject }) => reject(error)));
   }
 
   /** One script call per shard, in one pipeline per node (see `runPerCall`). */
@@ -624,6 +659,8 @@ function chunks<T>(items: T[], size: number): T[][] {
 }
 
 /** A command's error or reply, as a pipeline gives them. */
+const ignoreReply: ReplyCallback = () => undefined;
+
 function settle(reply: Promise<unknown>): Promise<[Error | null, unknown]> {
   return reply.then(
     (value) => [null, value],
