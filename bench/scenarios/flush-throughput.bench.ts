@@ -231,8 +231,8 @@ export const flushThroughput: BenchScenario = {
       library:
         `\`CounterService.flush()\` with the default ${COUNTER_DEFAULTS.shards} shards per entity and the default batches of ` +
         `${DEFAULT_FLUSH_BATCH_SIZE.toLocaleString('en-US')} rows per transaction (${sqliteDialect.defaultFlushBatchSize.toLocaleString('en-US')} on SQLite; ` +
-        'a status script per shard, all in one round trip; then a claim script per shard with changes, ' +
-        'two shards per worker and round trip per 1,000 rows of a transaction; one transaction with the ledger inserts and one UPDATE per table for the batches of several shards; ' +
+        'the backlog of every shard read first, in one status script call on a single Redis; then a claim script per shard with changes, ' +
+        'two shards per worker and round trip per 1,000 rows of a transaction, the first group of each of at least three workers a quarter of a transaction; one transaction with the ledger inserts and one UPDATE per table for the batches of several shards; ' +
         'an ack script per shard, a transaction\'s in one round trip), ' +
         'called until `status().pendingRows` is 0, with every row dirty on its three counters in Redis.',
       baseline:
@@ -263,7 +263,7 @@ export const flushThroughput: BenchScenario = {
           'bulk UPDATE\'s time per row ÷ 0.7 cannot meet the target, however fast Redis answers.',
         `A shard's rows go in its own batches, so a flush makes at least one transaction per dirty shard ` +
           `(${COUNTER_DEFAULTS.shards} × 3 entities here), whatever the batch size.`,
-        'The library runs up to 4 batch transactions at once on PostgreSQL and MariaDB (the default `flushConcurrency`) (1 on SQLite, where a second worker claims in Redis meanwhile); the baseline runs its ' +
+        'The library runs up to 4 batch transactions at once on PostgreSQL and MariaDB (the default `flushConcurrency`) (1 on SQLite, where two other workers claim in Redis meanwhile); the baseline runs its ' +
           'statements one at a time.',
       ],
     };

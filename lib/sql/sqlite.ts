@@ -19,7 +19,8 @@ const STATEMENT_ROWS = 256;
  * (83 of them took 11–21 ms of a 100,000-row flush of about 220 ms with 1,000), and on SQLite the flush
  * is bound by Node's thread, which runs the statements. A scratch copy of the flush bench (100,000 rows,
  * four flushes per setting, with two workers and their claims in one round trip per transaction): the
- * event loop's CPU per flush 176–184 ms with 1,000, 147–162 ms with 4,000; 145–152 ms with 6,000.
+ * event loop's CPU per flush 176–184 ms with 1,000, 147–186 ms with 4,000 (12 flushes), 145–152 ms with
+ * 6,000.
  */
 const SQLITE_FLUSH_BATCH_SIZE = 4_000;
 
