@@ -14,6 +14,7 @@ import {
 } from '../lib/index.js';
 import { CounterKeys } from '../lib/redis/keys.js';
 import { CounterRedisHandle } from '../lib/redis/redis-connection.js';
+import { CounterDatabase } from '../lib/sql/counter.database.js';
 import { createTestDatabase, DATABASES, type TestDatabase } from './support/databases.js';
 import { Article, Badge, ENTITIES, Remark } from './support/entities.js';
 import {
@@ -275,6 +276,19 @@ describe.each(DATABASES)('module wiring on %s', (databaseName) => {
     });
   });
 
+  it("writes transactions of the database's default size, or of flushBatchSize where given", async () => {
+    const byDefault = await startApp({ redis: spare, keyPrefix: newPrefix('wiring-batch'), flushEnabled: false });
+    const given = await startApp({ redis: spare, keyPrefix: newPrefix('wiring-batch'), flushEnabled: false, flushBatchSize: 7 });
+    try {
+      // SQLite runs one writer at a time, whatever a transaction's size: its transactions are larger.
+      expect(byDefault.get(CounterDatabase).flushBatchSize).toBe(databaseName === 'sqlite' ? 4_000 : 1_000);
+      expect(given.get(CounterDatabase).flushBatchSize).toBe(7);
+    } finally {
+      await harness.close(byDefault);
+      await harness.close(given);
+    }
+  });
+
   describe('refuses a configuration that cannot work at bootstrap', () => {
     it('without CounterLedgerEntry in the data source', async () => {
       const { error } = await bootstrapError(() =>
@@ -306,6 +320,7 @@ describe.each(DATABASES)('module wiring on %s', (databaseName) => {
       ['shards: 100000', { shards: 100_000 }, ['"shards"', 'at most 16384', 'got 100000']],
       ['flushIntervalMs: -1', { flushIntervalMs: -1 }, ['"flushIntervalMs"', 'a positive integer', 'got -1']],
       ['flushConcurrency: 0', { flushConcurrency: 0 }, ['"flushConcurrency"', 'a positive integer', 'got 0']],
+      ['flushBatchSize: 0', { flushBatchSize: 0 }, ['"flushBatchSize"', 'a positive integer', 'got 0']],
       ['keyPrefix: "a{b}"', { keyPrefix: 'a{b}' }, ['"keyPrefix"', 'without "{" or "}"', 'got a{b}']],
     ] as const)('with the bad option %s', async (_, option, fragments) => {
       for (const start of [
