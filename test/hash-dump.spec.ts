@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Logger } from '@nestjs/common';
 import { batchRowsOf } from '../lib/redis/batch-rows.js';
 import { CounterStore } from '../lib/redis/counter.store.js';
-import { forEachDumpedHashEntry, textOf, UnreadableDumpError } from '../lib/redis/hash-dump.js';
+import { dumpedHashFields, forEachDumpedHashEntry, textOf, UnreadableDumpError } from '../lib/redis/hash-dump.js';
 import { CounterKeys } from '../lib/redis/keys.js';
 import { PrivateRedis } from './support/private-redis.js';
 import { REDIS_URL, testRedis, uniquePrefix } from './support/redis.js';
@@ -70,6 +70,8 @@ describe('reading a hash from its DUMP payload', () => {
     const payload = await client.dumpBuffer(key);
     expect(readDump(payload)).toEqual(await client.hgetall(key));
     expect(readDump(payload)).toEqual(hash);
+    // A hash table's number of fields, from the payload's first bytes alone.
+    expect(dumpedHashFields(payload)).toBe(encoding === 'hashtable' ? Object.keys(hash).length : undefined);
   }
 
   it('reads a hash table: integers of 8, 16 and 32 bits, text, LZF-compressed and non-ASCII names', async () => {
@@ -109,6 +111,9 @@ describe('reading a hash from its DUMP payload', () => {
     ]) {
       expect(() => readDump(payload)).toThrow(UnreadableDumpError);
     }
+    // No count for what is no hash, or too short to hold one.
+    expect(dumpedHashFields(await redis.dumpBuffer(`${prefix}:string`))).toBeUndefined();
+    expect(dumpedHashFields(cut.subarray(0, 1))).toBeUndefined();
   });
 });
 

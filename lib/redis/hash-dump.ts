@@ -65,6 +65,21 @@ export function forEachDumpedHashEntry(payload: Buffer, visit: (field: DumpStrin
   if (reader.at !== reader.end) throw new UnreadableDumpError('a DUMP payload longer than its hash');
 }
 
+/**
+ * How many fields the hash table dumped in `payload` has, from the payload's first bytes alone (a claimed
+ * batch is always a hash table: see wide-pending.lua.ts); undefined for anything else, a listpack too,
+ * whose header Redis usually compresses along with its entries.
+ */
+export function dumpedHashFields(payload: Buffer): number | undefined {
+  const text = payload.toString('latin1', 0, Math.min(payload.length, 10));
+  const reader = new RdbReader(text, text.length);
+  try {
+    return reader.byte() === RDB_TYPE_HASH ? reader.length() : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** The text of a dumped string (Redis strings here are ASCII or UTF-8). */
 export function textOf(string: DumpString): string {
   if (string.integer !== undefined) return String(string.integer);
