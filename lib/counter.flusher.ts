@@ -404,10 +404,7 @@ export class CounterFlusher implements OnApplicationBootstrap {
     // Only ids whose text differs from their encoded form (the ack needs the encoded one of a row
     // missing from the database): most ids, numeric ones all, need no entry.
     const encodedIdOf = new Map<string, string>();
-    // A number is an integer id whose text is its encoded id already.
-    const ids = claimed.encodedIds.map((encodedId) =>
-      typeof encodedId === 'number' ? encodedId : this.idOf(entity, encodedId, encodedIdOf),
-    );
+    const ids = claimed.encodedIds.map((encodedId) => this.idOf(entity, encodedId, encodedIdOf));
     const changed = counters.map(() => false);
     for (let at = 0; at < claimed.deltas.length; at++) if (claimed.deltas[at] !== 0) changed[at % width] = true;
     // Only the columns the batch changes: a column without a delta would only cost the statement.
@@ -430,7 +427,9 @@ export class CounterFlusher implements OnApplicationBootstrap {
    * A row's id as the database takes it, from its encoded id; records the encoded id where the id's text
    * differs from it.
    */
-  private idOf(entity: CountedEntity, encodedId: string, encodedIdOf: Map<string, string>): string | number {
+  private idOf(entity: CountedEntity, encodedId: string | number, encodedIdOf: Map<string, string>): string | number {
+    // A number is an integer id whose text is its encoded id already (see `BatchRows`).
+    if (typeof encodedId === 'number') return encodedId;
     if (entity.numericId) {
       // An integer key is kept as its canonical text, which needs no escape: the number's own text, but
       // for '-0', and text for integers beyond the safe range.

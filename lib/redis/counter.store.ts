@@ -421,32 +421,22 @@ export class CounterStore {
 
   private async sendShardCalls(queued: Queued<ShardCall, unknown>[]): Promise<void> {
     const requests = queued.map(({ request }) => request);
-    if (isCluster(this.client)) {
-      // A cluster pipeline sends again what a node redirects: its calls are settled from its results.
-      const settled = await this.sendPerNode(
-        requests,
-        requests.map((_, index) => [index]),
-        (target, [index]) => requests[index].send(target, ignoreReply),
-      );
-      settled.forEach(([error, reply], index) => (error ? queued[index].reject(error) : queued[index].resolve(reply)));
-      return;
-    }
-    // On a single Redis each call is settled as its reply arrives, not when the round trip's last one
-    // does: the claims of two flush workers sent in one turn took 8-10 ms together, and the first
-    // worker's transaction waited for the second's claims (scratch copy of the SQLite flush bench).
-    const done =
+    const settle =
       (index: number): ReplyCallback =>
       (error, reply) =>
         error ? queued[index].reject(error) : queued[index].resolve(reply);
-    if (requests.length === 1) {
-      // Settled through `done`; the returned promise only repeats it.
-      (requests[0].send(this.client, done(0)) as Promise<unknown>).catch(() => undefined);
-      return;
-    }
-    const pipeline = this.client.pipeline() as ScriptPipeline;
-    requests.forEach((request, index) => request.send(pipeline, done(index)));
-    // A pipeline that fails as a whole may leave calls without a reply; one already settled stays so.
-    await pipeline.exec().catch((error: Error) => queued.forEach(({ reject }) => reject(error)));
+    // On a single Redis each call is settled as its reply arrives, not when the round trip's last one
+    // does: the claims of two flush workers sent in one turn took 8-10 ms together, and the first
+    // worker's transaction waited for the second's claims (scratch copy of the SQLite flush bench). A
+    // cluster pipeline sends again what a node redirects: there a call is settled from its results.
+    const early = isCluster(this.client) ? undefined : settle;
+    const settled = await this.sendPerNode(
+      requests,
+      requests.map((_, index) => [index]),
+      (target, [index]) => requests[index].send(target, early?.(index) ?? ignoreReply),
+    );
+    // A call settled early stays so; this settles the rest (a pipeline that failed as a whole, a cluster's).
+    settled.forEach(([error, reply], index) => settle(index)(error, reply));
   }
 
   /** One script call per shard, in one pipeline per node (see `runPerCall`). */
@@ -658,9 +648,10 @@ function chunks<T>(items: T[], size: number): T[][] {
   return runs;
 }
 
-/** A command's error or reply, as a pipeline gives them. */
+/** A reply nobody waits for: the call is settled from the pipeline's results instead. */
 const ignoreReply: ReplyCallback = () => undefined;
 
+/** A command's error or reply, as a pipeline gives them. */
 function settle(reply: Promise<unknown>): Promise<[Error | null, unknown]> {
   return reply.then(
     (value) => [null, value],

@@ -150,17 +150,10 @@ class RdbReader {
   /** A string (rdbGenericLoadStringObject): raw, an integer of 8, 16 or 32 bits, or LZF-compressed. */
   string(into: DumpString): void {
     const first = this.byte();
-    if (first < 0x40) {
-      // A raw string of up to 63 bytes (a 6-bit length): nearly every field name, read inline.
-      into.text = this.text;
-      into.start = this.skip(first);
-      into.end = this.at;
-      into.integer = undefined;
-      return;
-    }
     if (first >> 6 !== 3) {
-      this.at--;
-      const length = this.length();
+      // A raw string. Up to 63 bytes (nearly every field name) its length is this byte itself: read
+      // inline, without going back for `length()`.
+      const length = first < 0x40 ? first : (this.at--, this.length());
       into.text = this.text;
       into.start = this.skip(length);
       into.end = this.at;
