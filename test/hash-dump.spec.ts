@@ -197,6 +197,56 @@ describe("a claimed batch's rows", () => {
     }
   });
 
+  it('tell apart counters whose names share length, first and last bytes, and names that differ inside', async () => {
+    const key = `${prefix}:names`;
+    // 'x_a' and 'y_Z' fall in one slot of the name table ((3 × 31 + 7 × byte 0 + last byte) mod 256), so
+    // they are compared one by one; 'lime_count' is not 'like_count', though both begin and end alike.
+    const names = ['x_a', 'y_Z', 'like_count', 'é_count'];
+    await redis.hset(key, { '1 x_a': '1', '1 y_Z': '2', '2 like_count': '3', '2 lime_count': '4', '3 é_count': '5', '3 y_a': '6' });
+    try {
+      for (const numericIds of [true, false]) {
+        const { rows, unknown } = batchRowsOf({ payload: await redis.dumpBuffer(key) }, names, numericIds);
+        const id = (n: number) => (numericIds ? n : String(n));
+        const byKey = new Map(rows.encodedIds.map((encodedId, row) => [encodedId, rows.deltas.slice(row * 4, row * 4 + 4)]));
+        expect(byKey).toEqual(
+          new Map<string | number, number[]>([
+            [id(1), [1, 2, 0, 0]],
+            [id(2), [0, 0, 3, 0]],
+            [id(3), [0, 0, 0, 5]],
+          ]),
+        );
+        // Pairs in the hash's order, which is Redis's: compared as a map.
+        expect(new Map([[unknown[0], unknown[1]], [unknown[2], unknown[3]]])).toEqual(
+          new Map([
+            ['2 lime_count', '4'],
+            ['3 y_a', '6'],
+          ]),
+        );
+      }
+    } finally {
+      await redis.del(key);
+    }
+  });
+
+  it('hold every row of a batch whose size is not known beforehand, ids far apart', async () => {
+    const key = `${prefix}:many`;
+    // 100 fields: a listpack, whose field count the reader does not know (nor HGETALL's), so the index of
+    // rows by id starts small and grows several times. Ids of 15 digits (the most read as numbers),
+    // negative ones, and ids alike in their low 32 bits.
+    const ids = Array.from({ length: 100 }, (_, i) => (i % 3 === 0 ? -i : i % 3 === 1 ? i * 4_294_967_296 + 5 : 999_999_999_999_999 - i));
+    await redis.hset(key, Object.fromEntries(ids.map((id, i) => [`${id} like_count`, String(i + 1)])));
+    try {
+      expect(await redis.object('ENCODING', key)).toBe('listpack');
+      const expected = new Map(ids.map((id, i) => [id, i + 1]));
+      for (const hash of [{ payload: await redis.dumpBuffer(key) }, { entries: await redis.hgetall(key) }]) {
+        const { rows } = batchRowsOf(hash, ['like_count'], true);
+        expect(new Map(rows.encodedIds.map((id, row) => [id, rows.deltas[row]]))).toEqual(expected);
+      }
+    } finally {
+      await redis.del(key);
+    }
+  });
+
   it('are read with HGETALL, with one warning, when the DUMP is in a form this library does not read', async () => {
     const warn = vi.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
     const client = testRedis();
