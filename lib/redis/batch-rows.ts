@@ -61,9 +61,10 @@ export function batchRowsOf(hash: BatchHash, counters: string[], numericIds = fa
     encodedIds[rows] = encodedId;
     return rows++;
   };
-  const rowOfNumber = new IntegerRowIndex(expectedRows);
+  // Only an integer entity's claims look rows up by number: no table for the others.
+  const rowOfNumber = numericIds ? new IntegerRowIndex(expectedRows) : undefined;
   const rowOfId = (id: number): number => {
-    const row = rowOfNumber.rowOf(id, rows);
+    const row = rowOfNumber!.rowOf(id, rows);
     if (row === rows) newRow(id);
     return row;
   };
