@@ -11,7 +11,7 @@ import { REDIS_URL, testRedis, uniquePrefix } from './support/redis.js';
 /** The hash as the DUMP reader gives it, field by field, in the payload's order. */
 function readDump(payload: Buffer): Record<string, string> {
   const entries: Record<string, string> = {};
-  forEachDumpedHashEntry(payload, (field, value) => (entries[textOf(field)] = textOf(value)));
+  forEachDumpedHashEntry(payload, { entry: (field, value) => (entries[textOf(field)] = textOf(value)) });
   return entries;
 }
 

@@ -281,7 +281,7 @@ describe.each(DATABASES)('module wiring on %s', (databaseName) => {
     const given = await startApp({ redis: spare, keyPrefix: newPrefix('wiring-batch'), flushEnabled: false, flushBatchSize: 7 });
     try {
       // SQLite runs one writer at a time, whatever a transaction's size: its transactions are larger.
-      expect(byDefault.get(CounterDatabase).flushBatchSize).toBe(databaseName === 'sqlite' ? 4_000 : 1_000);
+      expect(byDefault.get(CounterDatabase).flushBatchSize).toBe(databaseName === 'sqlite' ? 8_000 : 1_000);
       expect(given.get(CounterDatabase).flushBatchSize).toBe(7);
     } finally {
       await harness.close(byDefault);

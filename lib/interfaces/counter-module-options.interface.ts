@@ -59,7 +59,7 @@ export interface CounterModuleOptions {
    * Rows a flush worker gathers from one or more shards before it writes them in one transaction (one
    * UPDATE statement per table). A shard gives at most this many rows per claim, so a transaction holds
    * fewer than twice this many.
-   * @default 1000 on PostgreSQL and MySQL/MariaDB, 4000 on SQLite (one writer at a time, which locks the
+   * @default 1000 on PostgreSQL and MySQL/MariaDB, 8000 on SQLite (one writer at a time, which locks the
    * whole database whatever the transaction's size; fewer, larger transactions mean fewer commits)
    */
   flushBatchSize?: number;

@@ -1,4 +1,4 @@
-import { dumpedHashFields, forEachDumpedHashEntry, textOf, type DumpString } from './hash-dump.js';
+import { dumpedHashFields, forEachDumpedHashEntry, textOf, type DumpString, type HashEntryVisitor } from './hash-dump.js';
 import { IntegerRowIndex } from './integer-row-index.js';
 
 /**
@@ -45,64 +45,95 @@ const SAFE_DIGITS = 15;
  * Throws `UnreadableDumpError` for a payload this library does not read.
  */
 export function batchRowsOf(hash: BatchHash, counters: string[], numericIds = false): ClaimedRows {
-  const names = new CounterNames(counters);
-  const width = counters.length;
-  const rowOfText = new Map<string, number>();
   // Made at the size of a batch whose rows each change every counter, the usual one: grown one push at a
   // time instead, the arrays of a 520-row batch were copied nine times over (a fifth of a flush's garbage).
-  const expectedRows = Math.ceil((('payload' in hash ? dumpedHashFields(hash.payload) : undefined) ?? 0) / width);
-  const encodedIds: Array<string | number> = new Array(expectedRows);
-  const deltas: number[] = new Array<number>(expectedRows * width).fill(0);
-  let rows = 0;
-  const unknown: string[] = [];
-  const parsed: ParsedInteger = { value: 0 };
-  const newRow = (encodedId: string | number): number => {
-    if (rows >= expectedRows) for (let c = 0; c < width; c++) deltas.push(0);
-    encodedIds[rows] = encodedId;
-    return rows++;
-  };
-  // Only an integer entity's claims look rows up by number: no table for the others.
-  const rowOfNumber = numericIds ? new IntegerRowIndex(expectedRows) : undefined;
-  const rowOfId = (id: number): number => {
-    const row = rowOfNumber!.rowOf(id, rows);
-    if (row === rows) newRow(id);
-    return row;
-  };
-  const rowOfEncodedId = (encodedId: string): number => {
-    let row = rowOfText.get(encodedId);
-    if (row === undefined) rowOfText.set(encodedId, (row = newRow(encodedId)));
-    return row;
-  };
-  const add = (field: DumpString, value: DumpString) => {
+  const expectedRows = Math.ceil((('payload' in hash ? dumpedHashFields(hash.payload) : undefined) ?? 0) / counters.length);
+  const reader = new BatchReader(new CounterNames(counters), numericIds, expectedRows);
+  if ('payload' in hash) forEachDumpedHashEntry(hash.payload, reader);
+  else forEachEntry(hash.entries, reader);
+  return reader.claimed();
+}
+
+/**
+ * Puts a batch's changes in rows, one entry at a time. A class, not closures made for each claim: V8
+ * kept compiling those closures again (100,000-row SQLite flushes in a row, `--trace-opt`: the
+ * entry closure was compiled by TurboFan in four of the five flushes after the first, and ran
+ * unoptimized until then), these methods in two of the six after the first (one of them after a
+ * deoptimization).
+ */
+class BatchReader implements HashEntryVisitor {
+  private readonly width: number;
+  private readonly encodedIds: Array<string | number>;
+  private readonly deltas: number[];
+  private rows = 0;
+  private readonly unknown: string[] = [];
+  private readonly parsed: ParsedInteger = { value: 0 };
+  /** Only an integer entity's claims look rows up by number: no table for the others. */
+  private readonly rowOfNumber: IntegerRowIndex | undefined;
+  private readonly rowOfText = new Map<string, number>();
+
+  constructor(
+    private readonly names: CounterNames,
+    private readonly numericIds: boolean,
+    private readonly expectedRows: number,
+  ) {
+    this.width = names.count;
+    this.encodedIds = new Array(expectedRows);
+    this.deltas = new Array<number>(expectedRows * this.width).fill(0);
+    this.rowOfNumber = numericIds ? new IntegerRowIndex(expectedRows) : undefined;
+  }
+
+  entry(field: DumpString, value: DumpString): void {
     const delta = value.integer ?? Number(value.bytes.toString('latin1', value.start, value.end));
     const { bytes, start, end } = field;
     if (delta === 0 || field.integer !== undefined) {
-      if (delta !== 0) unknown.push(textOf(field), textOf(value));
+      if (delta !== 0) this.unknown.push(textOf(field), textOf(value));
       return;
     }
-    const numeric = numericIds ? integerBeforeSpace(bytes, start, end, parsed) : -1;
+    const numeric = this.numericIds ? integerBeforeSpace(bytes, start, end, this.parsed) : -1;
     if (numeric !== -1) {
-      const column = names.columnOf(bytes, numeric + 1, end);
-      if (column < 0) unknown.push(textOf(field), textOf(value));
-      else deltas[rowOfId(parsed.value) * width + column] = delta;
+      const column = this.names.columnOf(bytes, numeric + 1, end);
+      if (column < 0) this.unknown.push(textOf(field), textOf(value));
+      else this.deltas[this.rowOfId(this.parsed.value) * this.width + column] = delta;
       return;
     }
     if (bytes[start] === HASH_SIGN) return;
     const space = spaceIn(bytes, start, end);
-    const column = space < 0 ? -1 : names.columnOf(bytes, space + 1, end);
+    const column = space < 0 ? -1 : this.names.columnOf(bytes, space + 1, end);
     if (column < 0) {
-      unknown.push(textOf(field), textOf(value));
+      this.unknown.push(textOf(field), textOf(value));
       return;
     }
     // Encoded ids are ASCII: a byte is a character.
-    deltas[rowOfEncodedId(bytes.toString('latin1', start, space)) * width + column] = delta;
-  };
-  if ('payload' in hash) forEachDumpedHashEntry(hash.payload, add);
-  else forEachEntry(hash.entries, add);
-  // Fewer rows than expected (counters without a change, the batch's own fields): the rest goes.
-  encodedIds.length = rows;
-  deltas.length = rows * width;
-  return { rows: { encodedIds, deltas }, unknown };
+    this.deltas[this.rowOfEncodedId(bytes.toString('latin1', start, space)) * this.width + column] = delta;
+  }
+
+  /** The rows read, and the changes of other counters. */
+  claimed(): ClaimedRows {
+    const { encodedIds, deltas, rows, width } = this;
+    // Fewer rows than expected (counters without a change, the batch's own fields): the rest goes.
+    encodedIds.length = rows;
+    deltas.length = rows * width;
+    return { rows: { encodedIds, deltas }, unknown: this.unknown };
+  }
+
+  private rowOfId(id: number): number {
+    const row = this.rowOfNumber!.rowOf(id, this.rows);
+    if (row === this.rows) this.newRow(id);
+    return row;
+  }
+
+  private rowOfEncodedId(encodedId: string): number {
+    let row = this.rowOfText.get(encodedId);
+    if (row === undefined) this.rowOfText.set(encodedId, (row = this.newRow(encodedId)));
+    return row;
+  }
+
+  private newRow(encodedId: string | number): number {
+    if (this.rows >= this.expectedRows) for (let c = 0; c < this.width; c++) this.deltas.push(0);
+    this.encodedIds[this.rows] = encodedId;
+    return this.rows++;
+  }
 }
 
 interface ParsedInteger {
@@ -138,7 +169,7 @@ function spaceIn(bytes: Buffer, start: number, end: number): number {
 }
 
 /** `HGETALL`'s entries as a DUMP payload's strings: their UTF-8 bytes. */
-function forEachEntry(entries: Record<string, string>, visit: (field: DumpString, value: DumpString) => void): void {
+function forEachEntry(entries: Record<string, string>, visitor: HashEntryVisitor): void {
   const field: DumpString = { bytes: Buffer.alloc(0), start: 0, end: 0, integer: undefined };
   const value: DumpString = { bytes: Buffer.alloc(0), start: 0, end: 0, integer: undefined };
   for (const [name, delta] of Object.entries(entries)) {
@@ -146,7 +177,7 @@ function forEachEntry(entries: Record<string, string>, visit: (field: DumpString
     field.end = field.bytes.length;
     value.bytes = Buffer.from(delta);
     value.end = value.bytes.length;
-    visit(field, value);
+    visitor.entry(field, value);
   }
 }
 
@@ -161,11 +192,13 @@ function forEachEntry(entries: Record<string, string>, visit: (field: DumpString
  */
 class CounterNames {
   private readonly names: Buffer[];
+  readonly count: number;
   /** Slot → the position of the only name there; -1 for none, -2 for several. */
   private readonly candidates = new Int8Array(256).fill(-1);
 
   constructor(counters: string[]) {
     this.names = counters.map((counter) => Buffer.from(counter));
+    this.count = counters.length;
     this.names.forEach((name, c) => {
       if (name.length === 0) return;
       const slot = CounterNames.slotOf(name, 0, name.length);

@@ -37,11 +37,14 @@ const FOOTER_BYTES = 10;
 const LISTPACK_HEADER_BYTES = 6;
 const LISTPACK_END = 0xff;
 
-/**
- * Calls `visit` with each field and value of the hash dumped in `payload`. Both objects are reused from
- * one call to the next: copy what you keep.
- */
-export function forEachDumpedHashEntry(payload: Buffer, visit: (field: DumpString, value: DumpString) => void): void {
+/** What `forEachDumpedHashEntry` calls per entry. */
+export interface HashEntryVisitor {
+  /** Both objects are reused from one call to the next: copy what you keep. */
+  entry(field: DumpString, value: DumpString): void;
+}
+
+/** Calls `visitor.entry` with each field and value of the hash dumped in `payload`. */
+export function forEachDumpedHashEntry(payload: Buffer, visitor: HashEntryVisitor): void {
   const reader = new RdbReader(payload, payload.length - FOOTER_BYTES);
   const field = emptyString(payload);
   const value = emptyString(payload);
@@ -50,7 +53,7 @@ export function forEachDumpedHashEntry(payload: Buffer, visit: (field: DumpStrin
     for (let entries = reader.length(); entries > 0; entries--) {
       reader.string(field);
       reader.string(value);
-      visit(field, value);
+      visitor.entry(field, value);
     }
   } else if (type === RDB_TYPE_HASH_LISTPACK) {
     const listpack = emptyString(payload);
@@ -58,7 +61,7 @@ export function forEachDumpedHashEntry(payload: Buffer, visit: (field: DumpStrin
     const entries = new ListpackReader(listpack);
     while (entries.next(field)) {
       if (!entries.next(value)) throw new UnreadableDumpError('a listpack with a field but no value');
-      visit(field, value);
+      visitor.entry(field, value);
     }
   } else {
     throw new UnreadableDumpError(`a DUMP payload of type ${type}, not a hash this library reads`);

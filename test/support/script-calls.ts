@@ -50,9 +50,11 @@ export function claimedIds(reply: unknown): string[] {
   if (!Array.isArray(reply) || !Buffer.isBuffer(reply[5])) return [];
   const ids = new Set<string>();
   // The batch's own fields start with '#', and a change that netted to zero has nothing for the database.
-  forEachDumpedHashEntry(reply[5], (field, value) => {
-    const name = textOf(field);
-    if (!name.startsWith('#') && textOf(value) !== '0') ids.add(name.slice(0, name.indexOf(' ')));
+  forEachDumpedHashEntry(reply[5], {
+    entry(field, value) {
+      const name = textOf(field);
+      if (!name.startsWith('#') && textOf(value) !== '0') ids.add(name.slice(0, name.indexOf(' ')));
+    },
   });
   return [...ids];
 }
