@@ -37,16 +37,28 @@ export async function snapshotKeys(client: Redis | Cluster, prefix: string): Pro
 
 /**
  * Writes the snapshot's keys back (replacing what is there), with their times to live, under the names
- * `rename` gives them.
+ * `rename` gives them. Keys for which `keep` is true are only written where missing.
  */
-export async function restoreKeys(client: Redis, snapshot: RedisSnapshot, rename: (key: string) => string): Promise<void> {
+export async function restoreKeys(
+  client: Redis,
+  snapshot: RedisSnapshot,
+  rename: (key: string) => string,
+  keep: (key: string) => boolean = () => false,
+): Promise<void> {
   for (let start = 0; start < snapshot.keys.length; start += PIPELINE) {
     const pipeline = client.pipeline();
+    const kept: boolean[] = [];
     for (const { key, pttl, dump } of snapshot.keys.slice(start, start + PIPELINE)) {
-      // PTTL is -1 for a key without expiry; RESTORE takes 0 for that.
-      pipeline.restore(rename(key), Math.max(pttl, 0), dump, 'REPLACE');
+      // PTTL is -1 for a key without expiry; RESTORE takes 0 for that. Without REPLACE, RESTORE refuses
+      // a key that exists (BUSYKEY), which leaves it as it is.
+      kept.push(keep(key));
+      if (kept[kept.length - 1]) pipeline.restore(rename(key), Math.max(pttl, 0), dump);
+      else pipeline.restore(rename(key), Math.max(pttl, 0), dump, 'REPLACE');
     }
-    for (const [error] of (await pipeline.exec()) ?? []) if (error) throw error;
+    const replies = (await pipeline.exec()) ?? [];
+    replies.forEach(([error], index) => {
+      if (error && !(kept[index] && error.message.startsWith('BUSYKEY'))) throw error;
+    });
   }
 }
 
