@@ -239,7 +239,7 @@ export const flushThroughput: BenchScenario = {
         `\`CounterService.flush()\` with the default ${COUNTER_DEFAULTS.shards} shards per entity and the default batches of ` +
         `${DEFAULT_FLUSH_BATCH_SIZE.toLocaleString('en-US')} rows per transaction (${sqliteDialect.defaultFlushBatchSize.toLocaleString('en-US')} on SQLite; ` +
         'the backlog of every shard read first, in one status script call on a single Redis; then a claim script per shard with changes, ' +
-        'two shards per worker and round trip per 1,000 rows of a transaction, the first group of each of at least three workers a quarter of a transaction; one transaction with the ledger inserts and one UPDATE per table for the batches of several shards; ' +
+        'two shards per worker and round trip per 1,000 rows of a transaction, the first group of each of at least three workers a quarter of a transaction, its next ones doubling up to a whole one; one transaction with the ledger inserts and one UPDATE per table for the batches of several shards; ' +
         'an ack script per shard, a transaction\'s in one round trip), ' +
         'called until `status().pendingRows` is 0, with every row dirty on its three counters in Redis.',
       baseline:
