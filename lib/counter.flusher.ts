@@ -155,10 +155,11 @@ export class CounterFlusher implements OnApplicationBootstrap {
       // A worker's first group is a quarter of a transaction: the flush's first transaction then waits
       // for two shards' claims instead of a whole transaction's, before which nothing else is to be done
       // (with 4,000-row transactions, three workers: 2-4 ms instead of 6-9 ms, scratch runs). Its next
-      // groups double up to a whole transaction: asked for whole ones at once, the three workers' claims
-      // reached Redis together, and the fourth transaction of a SQLite flush started 15-23 ms into it
-      // (median 19 ms) instead of 11-19 ms (median 14) (scratch runs, 8,000-row transactions, 25
-      // flushes each, in turns: median flush 105 against 102 ms).
+      // groups double up to a whole transaction. Asked for a whole one each at once, the three workers'
+      // claims went to Redis close together, and each waited for all of its group's replies: the fourth
+      // transaction of a SQLite flush started 14.5-23 ms into it (median 19 ms), against 11-19 ms (median
+      // 14) with doubling groups (scratch runs, 8,000-row transactions, 25 flushes each, in turns: median
+      // flush 105 against 102 ms).
       let wanted = Math.ceil(this.database.flushBatchSize / 4);
       while (!run.stopped()) {
         const group = await this.claimGroup(run, wanted);

@@ -39,10 +39,10 @@ const mainThreadCpu = eventLoopCpu();
 /**
  * Runs of each side per database; each side is judged by its fastest. Three, not two: a process's first
  * flushes run code V8 has not optimized yet, and its compiler threads take the second core from Redis
- * (scratch copy of the SQLite scenario, seven flushes in a row: 20–35 TurboFan compilations during each
- * of the first two after the first, V8's helper threads 37–46 ms of CPU per flush against 4–26 ms from
- * the fourth on). An app's flush, which runs every second, is past that; the bulk UPDATE gets the same
- * number of tries.
+ * (scratch copies of the SQLite scenario, flushes one after another: 28 TurboFan compilations in the
+ * first, 13–14 in the second with V8's helper threads at 40–47 ms of CPU, 8–14 from the third on with
+ * 7–37 ms). An app's flush, which runs every second, is past that; the bulk UPDATE gets the same number
+ * of tries.
  */
 const RUNS_PER_SIDE = 3;
 
