@@ -1,4 +1,4 @@
-import { dumpedHashFields, forEachDumpedHashEntry, textOf, type DumpString, type HashEntryVisitor } from './hash-dump.js';
+import { dumpedHashFields, emptyDumpString, forEachDumpedHashEntry, textOf, type DumpString, type HashEntryVisitor } from './hash-dump.js';
 import { IntegerRowIndex } from './integer-row-index.js';
 
 /**
@@ -170,8 +170,8 @@ function spaceIn(bytes: Buffer, start: number, end: number): number {
 
 /** `HGETALL`'s entries as a DUMP payload's strings: their UTF-8 bytes. */
 function forEachEntry(entries: Record<string, string>, visitor: HashEntryVisitor): void {
-  const field: DumpString = { bytes: Buffer.alloc(0), start: 0, end: 0, integer: undefined };
-  const value: DumpString = { bytes: Buffer.alloc(0), start: 0, end: 0, integer: undefined };
+  const field = emptyDumpString(Buffer.alloc(0));
+  const value = emptyDumpString(Buffer.alloc(0));
   for (const [name, delta] of Object.entries(entries)) {
     field.bytes = Buffer.from(name);
     field.end = field.bytes.length;
@@ -192,18 +192,20 @@ function forEachEntry(entries: Record<string, string>, visitor: HashEntryVisitor
  */
 class CounterNames {
   private readonly names: Buffer[];
-  readonly count: number;
   /** Slot → the position of the only name there; -1 for none, -2 for several. */
   private readonly candidates = new Int8Array(256).fill(-1);
 
   constructor(counters: string[]) {
     this.names = counters.map((counter) => Buffer.from(counter));
-    this.count = counters.length;
     this.names.forEach((name, c) => {
       if (name.length === 0) return;
       const slot = CounterNames.slotOf(name, 0, name.length);
       this.candidates[slot] = this.candidates[slot] === -1 && c < 127 ? c : -2;
     });
+  }
+
+  get count(): number {
+    return this.names.length;
   }
 
   /** The position of the name `bytes` hold from `start` to `end` (exclusive); -1 if none. */
@@ -220,6 +222,10 @@ class CounterNames {
     return ((end - start) * 31 + bytes[start] * 7 + bytes[end - 1]) & 0xff;
   }
 
+  /**
+   * Compared byte by byte here rather than with `Buffer#compare`, whose call into C++ cost more than the
+   * comparison: 46 against 15 ns per 13-byte name that matches (measured alone).
+   */
   private static holds(bytes: Buffer, start: number, end: number, name: Buffer): boolean {
     if (name.length !== end - start) return false;
     for (let i = 0; i < name.length; i++) if (name[i] !== bytes[start + i]) return false;

@@ -46,8 +46,8 @@ export interface HashEntryVisitor {
 /** Calls `visitor.entry` with each field and value of the hash dumped in `payload`. */
 export function forEachDumpedHashEntry(payload: Buffer, visitor: HashEntryVisitor): void {
   const reader = new RdbReader(payload, payload.length - FOOTER_BYTES);
-  const field = emptyString(payload);
-  const value = emptyString(payload);
+  const field = emptyDumpString(payload);
+  const value = emptyDumpString(payload);
   const type = reader.byte();
   if (type === RDB_TYPE_HASH) {
     for (let entries = reader.length(); entries > 0; entries--) {
@@ -56,7 +56,7 @@ export function forEachDumpedHashEntry(payload: Buffer, visitor: HashEntryVisito
       visitor.entry(field, value);
     }
   } else if (type === RDB_TYPE_HASH_LISTPACK) {
-    const listpack = emptyString(payload);
+    const listpack = emptyDumpString(payload);
     reader.string(listpack);
     const entries = new ListpackReader(listpack);
     while (entries.next(field)) {
@@ -89,7 +89,8 @@ export function textOf(string: DumpString): string {
   return string.bytes.toString('utf8', string.start, string.end);
 }
 
-function emptyString(bytes: Buffer): DumpString {
+/** A string of `bytes` with nothing in it yet, for a reader to fill. */
+export function emptyDumpString(bytes: Buffer): DumpString {
   return { bytes, start: 0, end: 0, integer: undefined };
 }
 
