@@ -1,21 +1,28 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import type { Redis } from 'ioredis';
 
-/** Linux reports process CPU time in clock ticks of 10 ms (USER_HZ = 100). */
-const US_PER_TICK = 10_000;
-
 /**
- * A reader of the CPU time (user + system, in µs) the Redis server process has used so far: its own
- * execution and its network I/O, which INFO commandstats leaves out. Undefined when the server is not a
- * process of this machine (`/proc/<pid>` absent).
+ * A reader of the CPU time (µs) the Redis server process has used so far, over all its threads: its
+ * main thread's execution and network I/O, which INFO commandstats leaves out, and its background
+ * threads (the lazy-free one frees what `UNLINK` deleted). Summed from each thread's
+ * `/proc/<pid>/task/<tid>/schedstat` (ns), as `/proc/<pid>/stat` counts in ticks of 10 ms, too coarse
+ * for a flush of 0.1 s. Undefined when the server is not a process of this machine (`/proc/<pid>` absent).
  */
 export async function redisProcessCpu(client: Redis): Promise<(() => number) | undefined> {
   const pid = /process_id:(\d+)/.exec(await client.info('server'))?.[1];
-  const path = `/proc/${pid}/stat`;
-  if (!pid || !existsSync(path)) return undefined;
+  const tasks = `/proc/${pid}/task`;
+  if (!pid || !existsSync(tasks)) return undefined;
   return () => {
-    // Fields after the command name, which is in parentheses and may contain spaces.
-    const fields = readFileSync(path, 'utf8').split(') ')[1].split(' ');
-    return (Number(fields[11]) + Number(fields[12])) * US_PER_TICK;
+    let ns = 0;
+    for (const tid of readdirSync(tasks)) {
+      // The first field is the thread's time on a CPU. Redis's threads live as long as the server; one
+      // that ended between listing and reading is skipped.
+      try {
+        ns += Number(readFileSync(`${tasks}/${tid}/schedstat`, 'utf8').split(' ')[0]);
+      } catch {
+        continue;
+      }
+    }
+    return ns / 1000;
   };
 }

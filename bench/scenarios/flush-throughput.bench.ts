@@ -12,6 +12,7 @@ import { eventLoopCpu } from '../harness/event-loop-cpu.js';
 import { bulkTargetOf, flushWorkload, makeDirty, verifyTotals, type EntityWorkload } from '../harness/flush-workload.js';
 import { benchPrefix, deleteKeys, REDIS_URL } from '../harness/redis-targets.js';
 import { commandCount } from '../harness/redis-command-cost.js';
+import { redisProcessCpu } from '../harness/redis-process-cpu.js';
 import { entityKeyRenamer, restoreKeys, snapshotKeys, type RedisSnapshot } from '../harness/redis-snapshot.js';
 import { STATEMENT_TIMING_OPTIONS, StatementLog } from '../harness/statement-log.js';
 
@@ -74,6 +75,8 @@ interface MeasuredFlush extends FlushRun {
   sql: { statements: number; seconds: number };
   /** Redis's own time in scripts (claim, ack, status) during the flush, µs. */
   redisUsec: number;
+  /** CPU time of the Redis server process (all its threads) during the flush, µs (NaN where it cannot be read). */
+  redisCpuUsec: number;
   /** CPU time of this process (the app: JavaScript and drivers) during the flush, µs. */
   appCpuUsec: number;
   /** CPU time of its event loop thread alone, µs (NaN where it cannot be read). */
@@ -88,9 +91,13 @@ async function measureFlush(bench: BenchApp, timer: StatementLog, state: DirtySt
   const scriptsBefore = await commandCount(state.inspector, 'evalsha');
   const cpuBefore = process.cpuUsage();
   const mainBefore = mainThreadCpu?.() ?? 0;
+  const redisBefore = state.redisCpu?.() ?? 0;
   const flush = await flushUntilEmpty(bench.counters);
   const cpu = process.cpuUsage(cpuBefore);
   const eventLoopCpuUsec = mainThreadCpu ? mainThreadCpu() - mainBefore : Number.NaN;
+  // The acks' UNLINKs return before Redis's lazy-free thread has freed the batches: its work counts too.
+  await lazyFreeDone(state.inspector);
+  const redisCpuUsec = state.redisCpu ? state.redisCpu() - redisBefore : Number.NaN;
   const sql = timer.take();
   const scriptsAfter = await commandCount(state.inspector, 'evalsha');
   if (flush.rows !== total) throw new Error(`the flush reported ${flush.rows} rows, expected ${total}`);
@@ -98,9 +105,19 @@ async function measureFlush(bench: BenchApp, timer: StatementLog, state: DirtySt
     ...flush,
     sql,
     redisUsec: scriptsAfter.usec - scriptsBefore.usec,
+    redisCpuUsec,
     appCpuUsec: cpu.user + cpu.system,
     eventLoopCpuUsec,
   };
+}
+
+/** Waits (up to a second) until Redis's lazy-free thread has nothing left to free. */
+async function lazyFreeDone(inspector: Redis): Promise<void> {
+  for (let waited = 0; waited < 1_000; waited += 5) {
+    const pending = /lazyfree_pending_objects:(\d+)/.exec(await inspector.info('memory'))?.[1];
+    if (pending === undefined || pending === '0') return;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
 }
 
 const fastest = <T extends { seconds: number }>(runs: T[]): T => runs.reduce((best, run) => (run.seconds < best.seconds ? run : best));
@@ -121,6 +138,8 @@ interface DirtyState {
   prefix: string;
   workloads: EntityWorkload[];
   inspector: Redis;
+  /** The Redis server's CPU time so far, µs; undefined where its process cannot be read. */
+  redisCpu?: () => number;
   /** Redis after the first database's setup: every row loaded and dirty, nothing flushed yet. */
   snapshot?: RedisSnapshot;
   /** The entity keys (table paths) the snapshot's keys were made for. */
@@ -196,6 +215,8 @@ async function measureDatabase(context: BenchContext, name: DatabaseName, label:
           'library SQL statements': flush.sql.statements,
           // Claim, ack and status scripts: what the flush costs the single-threaded Redis per row.
           'Redis script µs/row': flush.redisUsec / total,
+          // Also its I/O (the claims' replies) and its lazy-free thread, which frees what claims and acks UNLINK.
+          ...(state.redisCpu && { 'Redis CPU µs/row': flush.redisCpuUsec / total }),
           // Includes the status() calls between flush() calls.
           'app CPU µs/row': flush.appCpuUsec / total,
           ...(mainThreadCpu && {
@@ -229,6 +250,7 @@ export const flushThroughput: BenchScenario = {
     };
     const rows: BenchRow[] = [];
     try {
+      state.redisCpu = await redisProcessCpu(state.inspector);
       for (const { name, label } of DATABASES) rows.push(await measureDatabase(context, name, label, state));
     } finally {
       await deleteKeys(state.inspector, state.prefix);
@@ -265,6 +287,9 @@ export const flushThroughput: BenchScenario = {
         '"s in SQL" adds up the time each statement took inside the TypeORM driver (its own `Date.now()` timing, ' +
           'through `maxQueryExecutionTime`), over all connections: the rest of the library\'s time is Redis (claim and ack ' +
           'scripts) and Node. "library SQL statements" counts BEGIN, ledger INSERT, UPDATE and COMMIT of every batch.',
+        'Redis CPU µs/row: the Redis server process\'s CPU time (all its threads, Linux `/proc/<pid>/task/*/schedstat`) per row ' +
+          'over the fastest flush: the scripts\' time, the I/O of their requests and replies, and the lazy-free thread, which frees ' +
+          'the dirty sets and batch hashes that claims and acks `UNLINK`.',
         'App CPU µs/row: this process\'s CPU time (user + system, all its threads) per row over the fastest flush. Event loop ' +
           'CPU µs/row: the CPU time of the process\'s main thread alone (Linux `/proc/self/task/<pid>/schedstat`) per row, ' +
           'over each side\'s fastest run. That thread runs one thing at a time, so a run lasts at least that long; ' +
