@@ -215,7 +215,8 @@ async function measureDatabase(context: BenchContext, name: DatabaseName, label:
           'library SQL statements': flush.sql.statements,
           // Claim, ack and status scripts: what the flush costs the single-threaded Redis per row.
           'Redis script µs/row': flush.redisUsec / total,
-          // Also its I/O (the claims' replies) and its lazy-free thread, which frees what claims and acks UNLINK.
+          // Also its I/O (the claims' replies) and its lazy-free thread, which frees what claims and acks
+          // UNLINK; like the app CPU, it includes the status() calls between flush() calls.
           ...(state.redisCpu && { 'Redis CPU µs/row': flush.redisCpuUsec / total }),
           // Includes the status() calls between flush() calls.
           'app CPU µs/row': flush.appCpuUsec / total,
