@@ -10,6 +10,10 @@ export function eventLoopCpu(): (() => number) | undefined {
   // The main thread's id is the process id.
   const path = `/proc/self/task/${process.pid}/schedstat`;
   if (!existsSync(path)) return undefined;
-  // The first field is the time on a CPU, in ns.
-  return () => Number(readFileSync(path, 'utf8').split(' ')[0]) / 1000;
+  return () => threadCpuUs(path);
+}
+
+/** A thread's time on a CPU so far, µs, from its `schedstat` file (whose first field is that time in ns). */
+export function threadCpuUs(schedstatPath: string): number {
+  return Number(readFileSync(schedstatPath, 'utf8').split(' ')[0]) / 1000;
 }

@@ -1,5 +1,6 @@
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import type { Redis } from 'ioredis';
+import { threadCpuUs } from './event-loop-cpu.js';
 
 /**
  * A reader of the CPU time (µs) the Redis server process has used so far, over all its threads: its
@@ -13,16 +14,15 @@ export async function redisProcessCpu(client: Redis): Promise<(() => number) | u
   const tasks = `/proc/${pid}/task`;
   if (!pid || !existsSync(tasks)) return undefined;
   return () => {
-    let ns = 0;
+    let us = 0;
     for (const tid of readdirSync(tasks)) {
-      // The first field is the thread's time on a CPU. Redis's threads live as long as the server; one
-      // that ended between listing and reading is skipped.
+      // Redis's threads live as long as the server; one that ended between listing and reading is skipped.
       try {
-        ns += Number(readFileSync(`${tasks}/${tid}/schedstat`, 'utf8').split(' ')[0]);
+        us += threadCpuUs(`${tasks}/${tid}/schedstat`);
       } catch {
         continue;
       }
     }
-    return ns / 1000;
+    return us;
   };
 }

@@ -8,6 +8,7 @@ import { insertRows, loadIntoRedis, startBenchApp, type BenchApp } from '../harn
 import { atLeast, ratio, type BenchRow } from '../harness/bench-results.js';
 import { BULK_CHUNK_ROWS, runBulkAdd } from '../harness/bulk-update.js';
 import { withDatabase, type DatabaseName } from '../harness/databases.js';
+import { sleep } from '../harness/closed-loop.js';
 import { eventLoopCpu } from '../harness/event-loop-cpu.js';
 import { bulkTargetOf, flushWorkload, makeDirty, verifyTotals, type EntityWorkload } from '../harness/flush-workload.js';
 import { benchPrefix, deleteKeys, REDIS_URL } from '../harness/redis-targets.js';
@@ -116,7 +117,7 @@ async function lazyFreeDone(inspector: Redis): Promise<void> {
   for (let waited = 0; waited < 1_000; waited += 5) {
     const pending = /lazyfree_pending_objects:(\d+)/.exec(await inspector.info('memory'))?.[1];
     if (pending === undefined || pending === '0') return;
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    await sleep(5);
   }
 }
 
