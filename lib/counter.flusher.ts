@@ -140,10 +140,11 @@ export class CounterFlusher implements OnApplicationBootstrap {
         report.error instanceof CounterDatabaseUnavailableError ||
         report.failedShards >= MAX_FAILED_SHARDS,
     };
-    // Each flush has its own token and its own random shard order, so instances spread over shards.
+    // Each flush has its own token and its own random shard order, so instances spread over shards
+    // (each entity's shards together: see randomOrderByEntity).
     await this.shardsWithWork(run).then(
       (shards) => {
-        run.queue = shuffle(shards);
+        run.queue = randomOrderByEntity(shards);
         run.shardsWithWork = shards.length;
       },
       (error: Error) => (report.error = error),
@@ -465,6 +466,23 @@ export class CounterFlusher implements OnApplicationBootstrap {
       this.logger.warn(`Pruning the counter ledger failed: ${error.message}`),
     );
   }
+}
+
+/**
+ * The shards in a random order, but each entity's together (the entities in a random order too), so
+ * that a transaction mostly holds batches of one table: its rows then go into the database in fewer,
+ * larger statements and transactions, which rewrite each of the table's pages fewer times. Flush bench,
+ * 100,000 rows over three tables, against shards of all entities shuffled together (2026-11-24): SQLite
+ * wrote 1,533-1,659 pages to its log per flush instead of 1,731-1,847 (autocheckpoint off, scratch
+ * copy), and its statements alone took 3-4% less time (better-sqlite3 alone, medians of 22 runs in
+ * turns); the flush sent 352 statements instead of 404-410 on PostgreSQL, 409 instead of 427-432 on
+ * MariaDB (a flush-only bench run, against two full runs before).
+ */
+function randomOrderByEntity(shards: ShardWork[]): ShardWork[] {
+  const entityKeys = shuffle([...new Set(shards.map((work) => work.entity.key))]);
+  const rank = new Map(entityKeys.map((key, at) => [key, at]));
+  // Stable: each entity's shards keep their random order.
+  return shuffle(shards).sort((a, b) => rank.get(a.entity.key)! - rank.get(b.entity.key)!);
 }
 
 function shuffle<T>(items: T[]): T[] {

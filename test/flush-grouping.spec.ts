@@ -1,6 +1,7 @@
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { CounterDatabaseUnavailableError, CounterLedgerEntry } from '../lib/index.js';
 import { CounterKeys } from '../lib/redis/keys.js';
+import { CounterStore } from '../lib/redis/counter.store.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { QueryRunner } from 'typeorm';
 import { flushWorkersOf } from '../lib/sql/counter-dialect.js';
@@ -69,6 +70,21 @@ describe.each(DATABASES)('batches of several shards in one transaction on %s', (
     const written = apply.mock.calls.flatMap(([batches]) => batchShards(batches));
     expect(written.sort()).toEqual([...shards].sort());
     expect(await ledgerRows()).toBe(ledgerBefore + 2 * SHARDS);
+    await expectExact(articleIds, remarkIds);
+  });
+
+  it("claims one entity's shards one after another, so that a transaction mostly holds one table's rows", async () => {
+    const { articleIds, remarkIds } = await dirtyRows();
+    const claim = vi.spyOn(counter.app.get(CounterStore), 'claim');
+    const report = await counter.counters.flush();
+    expect(report.error).toBeUndefined();
+    expect(report).toMatchObject({ batches: 2 * SHARDS, rows: 20, failedShards: 0 });
+    // Every shard of both entities has rows, and holds fewer than a batch: one claim each.
+    const claimed = claim.mock.calls.map(([shard]) => shard.slotTag.split(':{')[1].split(':')[0]);
+    expect(claimed).toHaveLength(2 * SHARDS);
+    const entityRuns = claimed.filter((entity, at) => at === 0 || entity !== claimed[at - 1]);
+    expect(entityRuns).toHaveLength(2);
+    expect(new Set(entityRuns).size).toBe(2);
     await expectExact(articleIds, remarkIds);
   });
 

@@ -1,10 +1,11 @@
 import type { QueryRunner } from 'typeorm';
-import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { isMariaDbWithValues } from '../lib/sql/mysql.js';
-import type { CounterApp } from './support/counter-app.js';
+import { startCounterApp, type CounterApp } from './support/counter-app.js';
 import { useCounterSuite } from './support/counter-suite.js';
-import { DATABASES, type DatabaseName } from './support/databases.js';
-import { Article } from './support/entities.js';
+import { createTestDatabase, DATABASES, type DatabaseName, type TestDatabase } from './support/databases.js';
+import { deleteKeys, testRedis, uniquePrefix } from './support/redis.js';
+import { Article, Tally } from './support/entities.js';
 import { articleCounts, insertArticles } from './support/rows.js';
 
 describe('which MySQL-family servers get the VALUES list', () => {
@@ -31,6 +32,22 @@ const UPDATE_SHAPES: Record<DatabaseName, RegExp> = {
   sqlite: /^UPDATE .* FROM \(VALUES .*\) AS v WHERE /s,
 };
 
+/** Every statement the app's transactions send, in order. */
+function recordedStatements(counter: CounterApp): string[] {
+  const sent: string[] = [];
+  const create = counter.dataSource.createQueryRunner.bind(counter.dataSource);
+  vi.spyOn(counter.dataSource, 'createQueryRunner').mockImplementation((mode) => {
+    const runner: QueryRunner = create(mode);
+    const query = runner.query.bind(runner);
+    runner.query = ((sql: string, ...rest: unknown[]) => {
+      sent.push(sql);
+      return (query as (...args: unknown[]) => unknown)(sql, ...rest);
+    }) as QueryRunner['query'];
+    return runner;
+  });
+  return sent;
+}
+
 // The batch UPDATE takes the shape measured fastest for the server it reaches (on MariaDB 10.3.3 and
 // later the derived table's rows as a VALUES list, asked of the server once), and stays exact.
 describe.each(DATABASES)('the batch UPDATE on %s', (database) => {
@@ -39,25 +56,9 @@ describe.each(DATABASES)('the batch UPDATE on %s', (database) => {
   beforeAll(() => void (counter = suite.counter));
   afterEach(() => vi.restoreAllMocks());
 
-  /** Every statement the module's transactions send, in order. */
-  function recordStatements(): string[] {
-    const sent: string[] = [];
-    const create = counter.dataSource.createQueryRunner.bind(counter.dataSource);
-    vi.spyOn(counter.dataSource, 'createQueryRunner').mockImplementation((mode) => {
-      const runner: QueryRunner = create(mode);
-      const query = runner.query.bind(runner);
-      runner.query = ((sql: string, ...rest: unknown[]) => {
-        sent.push(sql);
-        return (query as (...args: unknown[]) => unknown)(sql, ...rest);
-      }) as QueryRunner['query'];
-      return runner;
-    });
-    return sent;
-  }
-
   it('adds the deltas of a batch of several rows in one statement of its shape', async () => {
     const ids = await insertArticles(counter.dataSource, [10, 20, 30, 40, 50, 60]);
-    const sent = recordStatements();
+    const sent = recordedStatements(counter);
     // Two flushes: the server's version is asked at the first only.
     for (const round of [1, 2]) {
       for (const [i, id] of ids.entries()) await counter.counters.increment(Article, id, 'like_count', i + 1);
@@ -72,6 +73,55 @@ describe.each(DATABASES)('the batch UPDATE on %s', (database) => {
     expect(updates.length).toBeGreaterThanOrEqual(2);
     expect(updates.filter((sql) => !UPDATE_SHAPES[database].test(sql))).toEqual([]);
     expect(sent.filter((sql) => /VERSION\(\)/i.test(sql))).toHaveLength(database === 'mariadb' ? 1 : 0);
+  });
+});
+
+// A nullable counter column may hold NULL, which the batch UPDATE adds to as if it were 0 (as a seed
+// reads it); only such a column pays for the COALESCE in the statement.
+describe.each(DATABASES)('a nullable counter column on %s', (database) => {
+  const prefix = uniquePrefix('nullable');
+  const redis = testRedis();
+  let testDatabase: TestDatabase;
+  let counter: CounterApp;
+  beforeAll(async () => {
+    testDatabase = await createTestDatabase(database);
+    counter = await startCounterApp({ database: testDatabase.options, keyPrefix: prefix, entities: [Tally], counter: { shards: 2 } });
+  });
+  afterAll(async () => {
+    await counter.close();
+    await testDatabase.drop();
+    await deleteKeys(redis, prefix);
+    redis.disconnect();
+  });
+  afterEach(() => vi.restoreAllMocks());
+
+  it('adds the delta to NULL as to 0, and leaves COALESCE out for a NOT NULL column', async () => {
+    const repository = counter.dataSource.getRepository(Tally);
+    const rows = await repository.save([{ maybeCount: null }, { maybeCount: 7 }, { maybeCount: null }]);
+    const ids = rows.map((row) => row.id);
+    // The first row changes before it is read (seeded from NULL), the third after a read of its NULL.
+    expect(await counter.counters.get(Tally, ids[2], 'maybe_count')).toBe(0);
+    const sent = recordedStatements(counter);
+    for (const [i, id] of ids.entries()) {
+      await counter.counters.increment(Tally, id, 'maybe_count', i + 2);
+      await counter.counters.increment(Tally, id, 'sure_count', 10 * (i + 1));
+    }
+    const report = await counter.counters.flush();
+    expect(report.error).toBeUndefined();
+    expect(report.rows).toBe(3);
+
+    const stored = await repository.find({ order: { id: 'ASC' } });
+    expect(stored.map(({ maybeCount, sureCount }) => [maybeCount, sureCount])).toEqual([
+      [2, 10],
+      [10, 20],
+      [4, 30],
+    ]);
+    const updates = sent.filter((sql) => UPDATE_SHAPES[database].test(sql));
+    expect(updates.length).toBeGreaterThanOrEqual(1);
+    for (const update of updates) {
+      expect(update.match(/COALESCE\(/g)).toHaveLength(1);
+      expect(update).toMatch(/COALESCE\([^)]*maybe_count[^)]*, 0\)/);
+    }
   });
 });
 

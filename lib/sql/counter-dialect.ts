@@ -16,6 +16,19 @@ export interface DeltaTarget {
   /** The id column's SQL type, for dialects that need typed parameters. */
   idType: string;
   columns: string[];
+  /** Whether each of `columns` may hold NULL, which the deltas then add to as if it were 0. */
+  nullable: boolean[];
+}
+
+/**
+ * A counter column's current value as an UPDATE adds a delta to it (`qualified`: the column as the
+ * statement names it): NULL counts as 0. Only a nullable column pays for the COALESCE. With it on
+ * every column, SQLite (which runs its statements on Node's thread) took 1.6-3.7% longer over a flush's
+ * statements: better-sqlite3 alone, 100,000 rows of three NOT NULL counters in the flush's transactions
+ * and statements, medians of 22 runs in turns in each of three processes (2026-11-24).
+ */
+export function currentValue(qualified: string, nullable: boolean): string {
+  return nullable ? `COALESCE(${qualified}, 0)` : qualified;
 }
 
 export interface Statement {

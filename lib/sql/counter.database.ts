@@ -229,6 +229,7 @@ export class CounterDatabase {
       idColumn: driver.escape(entity.primary.databaseName),
       idType: String(driver.normalizeType(entity.primary)),
       columns: counters.map((counter) => driver.escape(counter.column.databaseName)),
+      nullable: counters.map((counter) => counter.column.isNullable),
     };
     const perStatement = dialect.maxRowsPerStatement(counters.length);
     const missing: number[] = [];

@@ -1,5 +1,5 @@
 import { DEFAULT_FLUSH_BATCH_SIZE } from '../counter.constants.js';
-import { driverErrorOf, rowParams, fixedIntegerRange, type CounterDialect, type DeltaRows, type DeltaTarget, type Statement } from './counter-dialect.js';
+import { currentValue, driverErrorOf, rowParams, fixedIntegerRange, type CounterDialect, type DeltaRows, type DeltaTarget, type Statement } from './counter-dialect.js';
 
 const ER_DUP_ENTRY = 1062;
 const ER_LOCK_WAIT_TIMEOUT = 1205;
@@ -81,7 +81,7 @@ function joinedDeltas(target: DeltaTarget, rows: DeltaRows, from: number, to: nu
     derived += unnamed.repeat(others);
   }
   const assignments = target.columns.map(
-    (column, index) => `t.${column} = COALESCE(t.${column}, 0) + v.d${index}`,
+    (column, index) => `t.${column} = ${currentValue(`t.${column}`, target.nullable[index])} + v.d${index}`,
   );
   return {
     sql:

@@ -1,5 +1,5 @@
 import { DEFAULT_FLUSH_BATCH_SIZE } from '../counter.constants.js';
-import { driverErrorOf, fixedIntegerRange, type CounterDialect, type DeltaRows, type DeltaTarget, type Statement } from './counter-dialect.js';
+import { currentValue, driverErrorOf, fixedIntegerRange, type CounterDialect, type DeltaRows, type DeltaTarget, type Statement } from './counter-dialect.js';
 
 const UNIQUE_VIOLATION = '23505';
 const DEADLOCK_DETECTED = '40P01';
@@ -33,7 +33,7 @@ export const postgresDialect: CounterDialect = {
     const arrays = [ids, ...target.columns.map((_, c) => `$${c + 2}::bigint[]`)];
     const deltaNames = target.columns.map((_, index) => `d${index}`);
     const assignments = target.columns.map(
-      (column, index) => `${column} = COALESCE(t.${column}, 0) + v.d${index}`,
+      (column, index) => `${column} = ${currentValue(`t.${column}`, target.nullable[index])} + v.d${index}`,
     );
     // The ids again as `= ANY`: with it the planner reads just the batch's rows by primary key; joined
     // on the derived table alone it may hash them and scan the whole table (EXPLAIN ANALYZE, 500 of

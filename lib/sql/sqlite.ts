@@ -1,4 +1,4 @@
-import { driverErrorOf, rowParams, type CounterDialect, type DeltaRows, type DeltaTarget, type Statement } from './counter-dialect.js';
+import { currentValue, driverErrorOf, rowParams, type CounterDialect, type DeltaRows, type DeltaTarget, type Statement } from './counter-dialect.js';
 
 const DUPLICATE = new Set(['SQLITE_CONSTRAINT_PRIMARYKEY', 'SQLITE_CONSTRAINT_UNIQUE']);
 
@@ -64,13 +64,13 @@ function joinedDeltas(target: DeltaTarget, rows: DeltaRows, from: number, to: nu
 }
 
 function statementText(target: DeltaTarget, rows: number): string {
-  const key = `${target.table} ${target.idColumn} ${target.columns.join(' ')}`;
+  const key = `${target.table} ${target.idColumn} ${target.columns.join(' ')} ${target.nullable.join(' ')}`;
   let sql = statementTexts.get(key);
   if (sql === undefined) {
     const tuple = `(${['?', ...target.columns.map(() => '?')].join(', ')})`;
     // A VALUES table's columns are column1 (the id), column2 (the first delta) and so on.
     const assignments = target.columns.map(
-      (column, index) => `${column} = COALESCE(${target.table}.${column}, 0) + v.column${index + 2}`,
+      (column, index) => `${column} = ${currentValue(`${target.table}.${column}`, target.nullable[index])} + v.column${index + 2}`,
     );
     sql =
       `UPDATE ${target.table} SET ${assignments.join(', ')} ` +
