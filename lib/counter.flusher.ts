@@ -410,12 +410,14 @@ export class CounterFlusher implements OnApplicationBootstrap {
     // Only ids whose text differs from their encoded form (the ack needs the encoded one of a row
     // missing from the database): most ids, numeric ones all, need no entry.
     const encodedIdOf = new Map<string, string>();
-    const ids = claimed.encodedIds.map((encodedId) => this.idOf(entity, encodedId, encodedIdOf));
-    const changed = counters.map(() => false);
-    for (let at = 0; at < claimed.deltas.length; at++) if (claimed.deltas[at] !== 0) changed[at % width] = true;
-    // Only the columns the batch changes: a column without a delta would only cost the statement.
-    const kept = counters.flatMap((_, c) => (changed[c] ? [c] : []));
+    // An integer entity's claim reads its ids as numbers (see `BatchRows`), which are the ids already.
+    const ids = claimed.encodedIds.every((encodedId) => typeof encodedId === 'number')
+      ? claimed.encodedIds
+      : claimed.encodedIds.map((encodedId) => this.idOf(entity, encodedId, encodedIdOf));
     const { deltas } = claimed;
+    // Only the columns the batch changes: a column without a delta would only cost the statement. A
+    // column's first change is usually in the first row, so this reads a few deltas, not all of them.
+    const kept = counters.flatMap((_, c) => (hasChange(deltas, c, width) ? [c] : []));
     const batch: DeltaBatch = {
       batchId,
       entity,
@@ -491,4 +493,10 @@ function shuffle<T>(items: T[]): T[] {
     [items[i], items[j]] = [items[j], items[i]];
   }
   return items;
+}
+
+/** Whether any row of `deltas` (rows of `width` columns) changes column `column`. */
+function hasChange(deltas: ArrayLike<number>, column: number, width: number): boolean {
+  for (let at = column; at < deltas.length; at += width) if (deltas[at] !== 0) return true;
+  return false;
 }

@@ -32,7 +32,7 @@ describe('mergeBatches', () => {
     );
     expect(merged.counters).toEqual([like, view]);
     expect(merged.rows.ids).toEqual(expected.map((row) => row.id));
-    expect(merged.rows.deltas).toEqual(expected.flatMap((row) => row.deltas));
+    expect([...merged.rows.deltas]).toEqual(expected.flatMap((row) => row.deltas));
     expect(merged.batchOfRow).toEqual(expected.map((row) => row.batch));
   });
 
@@ -40,7 +40,7 @@ describe('mergeBatches', () => {
     const merged = mergeBatches([batch([9, 1], [view], [5, 6]), batch([4], [like, view], [7, 8])]);
     expect(merged.counters).toEqual([like, view]);
     expect(merged.rows.ids).toEqual([1, 4, 9]);
-    expect(merged.rows.deltas).toEqual([0, 6, 7, 8, 0, 5]);
+    expect([...merged.rows.deltas]).toEqual([0, 6, 7, 8, 0, 5]);
     expect(merged.batchOfRow).toEqual([0, 1, 0]);
   });
 });

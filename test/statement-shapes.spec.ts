@@ -72,6 +72,8 @@ describe.each(DATABASES)('the batch UPDATE on %s', (database) => {
     const updates = sent.filter((sql) => /^(UPDATE|WITH)/.test(sql));
     expect(updates.length).toBeGreaterThanOrEqual(2);
     expect(updates.filter((sql) => !UPDATE_SHAPES[database].test(sql))).toEqual([]);
+    // Only like_count changed: view_count, which no row of the batch changes, is not in the statement.
+    expect(updates.filter((sql) => !sql.includes('like_count') || sql.includes('view_count'))).toEqual([]);
     expect(sent.filter((sql) => /VERSION\(\)/i.test(sql))).toHaveLength(database === 'mariadb' ? 1 : 0);
   });
 });

@@ -6,7 +6,8 @@
  */
 export interface DeltaRows {
   ids: Array<string | number>;
-  deltas: number[];
+  /** A transaction's merged rows hold theirs in a Float64Array (see merge-batches.ts). */
+  deltas: number[] | Float64Array;
 }
 
 /** The target of one set-based UPDATE, with identifiers already quoted by the driver. */

@@ -55,6 +55,13 @@ export const sqliteDialect: CounterDialect = {
 
 /** Statement texts by target, built once: each is the key of TypeORM's statement cache. */
 const statementTexts = new Map<string, string>();
+/**
+ * The text of each target object: a table's statements in a transaction share one target, so the key
+ * of `statementTexts` (joins and a long string) is made once per table and transaction. Made for every
+ * statement, a 256-row statement's text and parameters took 3.0-5.0 µs, against 2.6-2.8 µs (measured
+ * alone, runs in turns, 2026-11-24).
+ */
+const textOfTarget = new WeakMap<DeltaTarget, string>();
 
 function joinedDeltas(target: DeltaTarget, rows: DeltaRows, from: number, to: number): Statement {
   const rowsPerStatement = sqliteDialect.maxRowsPerStatement(target.columns.length);
@@ -64,6 +71,12 @@ function joinedDeltas(target: DeltaTarget, rows: DeltaRows, from: number, to: nu
 }
 
 function statementText(target: DeltaTarget, rows: number): string {
+  let text = textOfTarget.get(target);
+  if (text === undefined) textOfTarget.set(target, (text = statementTextOf(target, rows)));
+  return text;
+}
+
+function statementTextOf(target: DeltaTarget, rows: number): string {
   const key = `${target.table} ${target.idColumn} ${target.columns.join(' ')} ${target.nullable.join(' ')}`;
   let sql = statementTexts.get(key);
   if (sql === undefined) {
