@@ -9,7 +9,7 @@ import { atLeast, ratio, type BenchRow } from '../harness/bench-results.js';
 import { BULK_CHUNK_ROWS, runBulkAdd } from '../harness/bulk-update.js';
 import { withDatabase, type DatabaseName } from '../harness/databases.js';
 import { sleep } from '../harness/closed-loop.js';
-import { eventLoopCpu } from '../harness/event-loop-cpu.js';
+import { eventLoopCpu, eventLoopRunQueueWait } from '../harness/event-loop-cpu.js';
 import { bulkTargetOf, flushWorkload, makeDirty, verifyTotals, type EntityWorkload } from '../harness/flush-workload.js';
 import { benchPrefix, deleteKeys, REDIS_URL } from '../harness/redis-targets.js';
 import { commandCount } from '../harness/redis-command-cost.js';
@@ -37,6 +37,8 @@ const MAX_FLUSH_CALLS = 20;
 
 /** The event loop thread's CPU time so far, µs; undefined off Linux. */
 const mainThreadCpu = eventLoopCpu();
+/** The time the event loop thread has waited for a CPU so far, µs; undefined off Linux. */
+const mainThreadWait = eventLoopRunQueueWait();
 
 /**
  * Runs of each side per database; each side is judged by its fastest. Three, not two: a process's first
@@ -82,6 +84,8 @@ interface MeasuredFlush extends FlushRun {
   appCpuUsec: number;
   /** CPU time of its event loop thread alone, µs (NaN where it cannot be read). */
   eventLoopCpuUsec: number;
+  /** Time its event loop thread was ready to run but had no CPU, µs (NaN where it cannot be read). */
+  eventLoopWaitUsec: number;
 }
 
 /** One library run: every dirty row flushed, with the statements and Redis time it took. */
@@ -92,10 +96,12 @@ async function measureFlush(bench: BenchApp, timer: StatementLog, state: DirtySt
   const scriptsBefore = await commandCount(state.inspector, 'evalsha');
   const cpuBefore = process.cpuUsage();
   const mainBefore = mainThreadCpu?.() ?? 0;
+  const waitBefore = mainThreadWait?.() ?? 0;
   const redisBefore = state.redisCpu?.() ?? 0;
   const flush = await flushUntilEmpty(bench.counters);
   const cpu = process.cpuUsage(cpuBefore);
   const eventLoopCpuUsec = mainThreadCpu ? mainThreadCpu() - mainBefore : Number.NaN;
+  const eventLoopWaitUsec = mainThreadWait ? mainThreadWait() - waitBefore : Number.NaN;
   // The acks' UNLINKs return before Redis's lazy-free thread has freed the batches: its work counts too.
   await lazyFreeDone(state.inspector);
   const redisCpuUsec = state.redisCpu ? state.redisCpu() - redisBefore : Number.NaN;
@@ -109,6 +115,7 @@ async function measureFlush(bench: BenchApp, timer: StatementLog, state: DirtySt
     redisCpuUsec,
     appCpuUsec: cpu.user + cpu.system,
     eventLoopCpuUsec,
+    eventLoopWaitUsec,
   };
 }
 
@@ -127,12 +134,18 @@ const fastest = <T extends { seconds: number }>(runs: T[]): T => runs.reduce((be
 async function bulkAdd(name: DatabaseName, dataSource: DataSource, workloads: EntityWorkload[]) {
   let statements = 0;
   const mainBefore = mainThreadCpu?.() ?? 0;
+  const waitBefore = mainThreadWait?.() ?? 0;
   const started = performance.now();
   for (const { entity, rows } of workloads) {
     statements += await runBulkAdd(name, dataSource, bulkTargetOf(dataSource, entity), rows);
   }
   const seconds = (performance.now() - started) / 1000;
-  return { seconds, statements, eventLoopCpuUsec: mainThreadCpu ? mainThreadCpu() - mainBefore : Number.NaN };
+  return {
+    seconds,
+    statements,
+    eventLoopCpuUsec: mainThreadCpu ? mainThreadCpu() - mainBefore : Number.NaN,
+    eventLoopWaitUsec: mainThreadWait ? mainThreadWait() - waitBefore : Number.NaN,
+  };
 }
 
 interface DirtyState {
@@ -225,6 +238,10 @@ async function measureDatabase(context: BenchContext, name: DatabaseName, label:
             'event loop CPU µs/row (library)': flush.eventLoopCpuUsec / total,
             'event loop CPU µs/row (bulk)': bulk.eventLoopCpuUsec / total,
           }),
+          ...(mainThreadWait && {
+            'event loop waiting for a CPU µs/row (library)': flush.eventLoopWaitUsec / total,
+            'event loop waiting for a CPU µs/row (bulk)': bulk.eventLoopWaitUsec / total,
+          }),
           'library s in SQL (Σ connections)': round(flush.sql.seconds),
           'bulk statements': bulk.statements,
           ...Object.fromEntries(bulkRuns.map((run, index) => [`bulk s run ${index + 1}`, round(run.seconds)])),
@@ -297,6 +314,10 @@ export const flushThroughput: BenchScenario = {
           'over each side\'s fastest run. That thread runs one thing at a time, so a run lasts at least that long; ' +
           'better-sqlite3 runs SQLite\'s statements on it. So on SQLite a flush whose event loop CPU per row is above the ' +
           'bulk UPDATE\'s time per row ÷ 0.7 cannot meet the target, however fast Redis answers.',
+        'Event loop waiting for a CPU µs/row: the time that same thread was ready to run but another thread had the core ' +
+          '(the second field of the same `schedstat`), per row, over each side\'s fastest run. The bulk UPDATE needs nothing ' +
+          'but that thread; a flush also needs Redis (its main thread runs the claim and ack scripts, its lazy-free thread ' +
+          'frees what they `UNLINK`) and V8\'s compiler threads, and on a machine of two cores they take turns with it.',
         `A shard's rows go in its own batches, so a flush makes at least one transaction per dirty shard ` +
           `(${COUNTER_DEFAULTS.shards} × 3 entities here), whatever the batch size.`,
         'The library runs up to 4 batch transactions at once on PostgreSQL and MariaDB (the default `flushConcurrency`) (1 on SQLite, where two other workers claim in Redis meanwhile); the baseline runs its ' +
