@@ -7,10 +7,7 @@ import { existsSync, readFileSync } from 'node:fs';
  * overlap, so a run takes at least this long.
  */
 export function eventLoopCpu(): (() => number) | undefined {
-  // The main thread's id is the process id.
-  const path = `/proc/self/task/${process.pid}/schedstat`;
-  if (!existsSync(path)) return undefined;
-  return () => threadCpuUs(path);
+  return mainThreadSchedstat(0);
 }
 
 /**
@@ -20,9 +17,15 @@ export function eventLoopCpu(): (() => number) | undefined {
  * event loop: this is what they took from it.
  */
 export function eventLoopRunQueueWait(): (() => number) | undefined {
+  return mainThreadSchedstat(1);
+}
+
+/** A reader of field `index` of the main thread's `schedstat` (see `schedstatField`); undefined where absent. */
+function mainThreadSchedstat(index: number): (() => number) | undefined {
+  // The main thread's id is the process id.
   const path = `/proc/self/task/${process.pid}/schedstat`;
   if (!existsSync(path)) return undefined;
-  return () => schedstatField(path, 1);
+  return () => schedstatField(path, index);
 }
 
 /** A thread's time on a CPU so far, µs, from its `schedstat` file (whose first field is that time in ns). */
