@@ -50,6 +50,15 @@ const mainThreadWait = eventLoopRunQueueWait();
  */
 const RUNS_PER_SIDE = 3;
 
+/**
+ * A pause before each timed run, either side's: the untimed work before it (the totals checked, Redis
+ * restored) leaves V8's compiler threads busy for a while, and their work is not the run's. The check
+ * of the totals is compiled again after each run (a deoptimization each time): 17-35 ms of a compiler
+ * thread, which ran into the flush that followed it (`--trace-opt`), and never into a bulk UPDATE, as
+ * Redis's restore comes between.
+ */
+const SETTLE_MS = 100;
+
 interface FlushRun {
   seconds: number;
   calls: number;
@@ -92,6 +101,7 @@ interface MeasuredFlush extends FlushRun {
 async function measureFlush(bench: BenchApp, timer: StatementLog, state: DirtyState, total: number): Promise<MeasuredFlush> {
   const pending = (await bench.counters.status()).pendingRows;
   if (pending !== total) throw new Error(`${pending} rows pending in Redis, expected ${total}`);
+  await sleep(SETTLE_MS);
   timer.take();
   const scriptsBefore = await commandCount(state.inspector, 'evalsha');
   const cpuBefore = process.cpuUsage();
@@ -133,6 +143,7 @@ const fastest = <T extends { seconds: number }>(runs: T[]): T => runs.reduce((be
 /** Every workload row through the hand-written bulk UPDATE; seconds, statements and the event loop thread's CPU time. */
 async function bulkAdd(name: DatabaseName, dataSource: DataSource, workloads: EntityWorkload[]) {
   let statements = 0;
+  await sleep(SETTLE_MS);
   const mainBefore = mainThreadCpu?.() ?? 0;
   const waitBefore = mainThreadWait?.() ?? 0;
   const started = performance.now();
@@ -299,7 +310,8 @@ export const flushThroughput: BenchScenario = {
           `${SETUP_IN_FLIGHT} \`increment\` calls in flight, for the first database; the next databases get a DUMP/RESTORE copy ` +
           'of the Redis keys that setup left, renamed to their own table paths (the same state: their rows are at 0 as well).',
         `Each side runs ${RUNS_PER_SIDE} times, in turns: bulk UPDATE, flush, bulk UPDATE, flush … (same tables, same pool; before each flush ` +
-          'after the first Redis gets the same DUMP/RESTORE copy of the dirty state back, untimed). Each side\'s figure is its fastest run; ' +
+          'after the first Redis gets the same DUMP/RESTORE copy of the dirty state back, untimed; each timed run starts ' +
+          `after a pause of ${SETTLE_MS} ms, so that V8 has compiled what the untimed checks before it made it compile). Each side's figure is its fastest run; ` +
           'every run is in the table. Three runs rather than two because a process\'s first flushes still run code V8 has not ' +
           'optimized, and its compiler threads take the second core from Redis; an app that flushes every second is past that. ' +
           'The `status()` calls between flushes are not timed.',

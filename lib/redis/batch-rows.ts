@@ -48,10 +48,23 @@ export function batchRowsOf(hash: BatchHash, counters: string[], numericIds = fa
   // Made at the size of a batch whose rows each change every counter, the usual one: grown one push at a
   // time instead, the arrays of a 520-row batch were copied nine times over (a fifth of a flush's garbage).
   const expectedRows = Math.ceil((('payload' in hash ? dumpedHashFields(hash.payload) : undefined) ?? 0) / counters.length);
-  const reader = new BatchReader(new CounterNames(counters), numericIds, expectedRows);
+  const reader = new BatchReader(counterNamesOf(counters), numericIds, expectedRows);
   if ('payload' in hash) forEachDumpedHashEntry(hash.payload, reader);
   else forEachEntry(hash.entries, reader);
   return reader.claimed();
+}
+
+/**
+ * The CounterNames of each array of counters a claim named, made once: the flusher names an entity's own
+ * array every time. Made for each claim, its `map` was compiled into the claim's code, which V8 threw
+ * away and compiled again when an array of another shape came (see `CounterStore.claim`).
+ */
+const counterNamesByArray = new WeakMap<string[], CounterNames>();
+
+function counterNamesOf(counters: string[]): CounterNames {
+  let names = counterNamesByArray.get(counters);
+  if (names === undefined) counterNamesByArray.set(counters, (names = new CounterNames(counters)));
+  return names;
 }
 
 /**
