@@ -367,14 +367,9 @@ export class CounterStore {
     counters: string[],
     missingEncodedIds: string[],
   ): Promise<boolean> {
-    const args: Arg[] = [shard.batch, shard.lease, shard.generation, shard.dirty, shard.pending];
-    args.push(shard.rowPrefix, batchId, token, release ? '1' : '0', counters.length);
-    // Pushed by index, not spread or iterated: the missing ids are most often an empty array literal,
-    // whose shape differs from a filled array's, and V8 threw this function's optimized code away when
-    // the other came (see `claim`). An empty array is not read at all this way.
-    for (let c = 0; c < counters.length; c++) args.push(counters[c]);
-    for (let m = 0; m < missingEncodedIds.length; m++) args.push(missingEncodedIds[m]);
-    const reply = await this.call(() => this.onShard(shard, (target, done) => target.nestjsCounterAck(...args, done)));
+    const keys = [shard.batch, shard.lease, shard.generation, shard.dirty, shard.pending];
+    const args = [shard.rowPrefix, batchId, token, release ? '1' : '0', counters.length, ...counters, ...missingEncodedIds];
+    const reply = await this.call(() => this.onShard(shard, (target, done) => target.nestjsCounterAck(...keys, ...args, done)));
     return Number(reply) === 1;
   }
 
