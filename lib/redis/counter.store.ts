@@ -323,8 +323,8 @@ export class CounterStore {
       request.batchId,
       request.limit,
       Date.now(),
+      ...request.counters,
     ];
-    for (let c = 0; c < request.counters.length; c++) args.push(request.counters[c]);
     const reply = (await this.onShard(shard, (target, done) => target.nestjsCounterClaimBuffer(...args, done))) as ClaimReply;
     const kind = String(reply[0]);
     if ((kind === 'claimed' || kind === 'pending') && String(reply[3]) !== '') await this.awaitReplicas(shard);
