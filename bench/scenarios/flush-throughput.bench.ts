@@ -53,9 +53,9 @@ const RUNS_PER_SIDE = 3;
 /**
  * A pause before each timed run, either side's: the untimed work before it (the totals checked, Redis
  * restored) leaves V8's compiler threads busy for a while, and their work is not the run's. The check
- * of the totals is compiled again after each run (a deoptimization each time): 17-35 ms of a compiler
- * thread, which ran into the flush that followed it (`--trace-opt`), and never into a bulk UPDATE, as
- * Redis's restore comes between.
+ * of the totals is compiled again after each run (a deoptimization each time, `--trace-opt`): 17-35 ms
+ * of a compiler thread, started just before a flush's timed run (a bulk UPDATE's comes after Redis's
+ * restore, which takes a second).
  */
 const SETTLE_MS = 100;
 
