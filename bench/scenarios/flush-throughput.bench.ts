@@ -97,6 +97,12 @@ interface MeasuredFlush extends FlushRun {
   eventLoopWaitUsec: number;
 }
 
+/** How much `reader` (a running total, µs) has grown since this call, when asked; NaN where there is no reader. */
+function since(reader: (() => number) | undefined): () => number {
+  const before = reader?.() ?? 0;
+  return () => (reader ? reader() - before : Number.NaN);
+}
+
 /** One library run: every dirty row flushed, with the statements and Redis time it took. */
 async function measureFlush(bench: BenchApp, timer: StatementLog, state: DirtyState, total: number): Promise<MeasuredFlush> {
   const pending = (await bench.counters.status()).pendingRows;
@@ -105,16 +111,16 @@ async function measureFlush(bench: BenchApp, timer: StatementLog, state: DirtySt
   timer.take();
   const scriptsBefore = await commandCount(state.inspector, 'evalsha');
   const cpuBefore = process.cpuUsage();
-  const mainBefore = mainThreadCpu?.() ?? 0;
-  const waitBefore = mainThreadWait?.() ?? 0;
-  const redisBefore = state.redisCpu?.() ?? 0;
+  const loopCpu = since(mainThreadCpu);
+  const loopWait = since(mainThreadWait);
+  const redisCpu = since(state.redisCpu);
   const flush = await flushUntilEmpty(bench.counters);
   const cpu = process.cpuUsage(cpuBefore);
-  const eventLoopCpuUsec = mainThreadCpu ? mainThreadCpu() - mainBefore : Number.NaN;
-  const eventLoopWaitUsec = mainThreadWait ? mainThreadWait() - waitBefore : Number.NaN;
+  const eventLoopCpuUsec = loopCpu();
+  const eventLoopWaitUsec = loopWait();
   // The acks' UNLINKs return before Redis's lazy-free thread has freed the batches: its work counts too.
   await lazyFreeDone(state.inspector);
-  const redisCpuUsec = state.redisCpu ? state.redisCpu() - redisBefore : Number.NaN;
+  const redisCpuUsec = redisCpu();
   const sql = timer.take();
   const scriptsAfter = await commandCount(state.inspector, 'evalsha');
   if (flush.rows !== total) throw new Error(`the flush reported ${flush.rows} rows, expected ${total}`);
@@ -144,8 +150,8 @@ const fastest = <T extends { seconds: number }>(runs: T[]): T => runs.reduce((be
 async function bulkAdd(name: DatabaseName, dataSource: DataSource, workloads: EntityWorkload[]) {
   let statements = 0;
   await sleep(SETTLE_MS);
-  const mainBefore = mainThreadCpu?.() ?? 0;
-  const waitBefore = mainThreadWait?.() ?? 0;
+  const loopCpu = since(mainThreadCpu);
+  const loopWait = since(mainThreadWait);
   const started = performance.now();
   for (const { entity, rows } of workloads) {
     statements += await runBulkAdd(name, dataSource, bulkTargetOf(dataSource, entity), rows);
@@ -154,8 +160,8 @@ async function bulkAdd(name: DatabaseName, dataSource: DataSource, workloads: En
   return {
     seconds,
     statements,
-    eventLoopCpuUsec: mainThreadCpu ? mainThreadCpu() - mainBefore : Number.NaN,
-    eventLoopWaitUsec: mainThreadWait ? mainThreadWait() - waitBefore : Number.NaN,
+    eventLoopCpuUsec: loopCpu(),
+    eventLoopWaitUsec: loopWait(),
   };
 }
 
