@@ -7,6 +7,7 @@ import { CounterDatabaseUnavailableError } from '../exceptions/counter-database-
 import { CounterError } from '../exceptions/counter.error.js';
 import type { ResolvedCounterOptions } from '../interfaces/counter-module-options.interface.js';
 import type { CounterDialect, DeltaRows } from './counter-dialect.js';
+import { BetterSqlite3Statements } from './better-sqlite3-statements.js';
 import { CounterLedgerEntry } from './counter-ledger.entity.js';
 import { dialectFor } from './dialect-for.js';
 import { groupBy } from '../group-by.js';
@@ -47,6 +48,8 @@ export class CounterDatabase {
   private readonly waiting: Array<() => void> = [];
   /** The dialect for the server reached, once asked (see `CounterDialect.forServer`). */
   private serverDialect?: Promise<CounterDialect>;
+  /** On better-sqlite3, where the batch UPDATEs run without TypeORM's `query` (see BetterSqlite3Statements). */
+  private readonly sqliteStatements?: BetterSqlite3Statements;
 
   constructor(
     @Inject(COUNTER_DATA_SOURCE) private readonly dataSource: DataSource,
@@ -55,6 +58,7 @@ export class CounterDatabase {
     this.dialect = dialectFor(dataSource);
     this.transactionsAtOnce = Math.min(options.flushConcurrency, this.dialect.parallelTransactions);
     this.flushBatchSize = options.flushBatchSize ?? this.dialect.defaultFlushBatchSize;
+    this.sqliteStatements = BetterSqlite3Statements.of(dataSource);
   }
 
   /** Counter values of the rows that exist, by id as the database returns it. */
@@ -236,8 +240,10 @@ export class CounterDatabase {
     for (let from = 0; from < rows.ids.length; from += perStatement) {
       const to = Math.min(rows.ids.length, from + perStatement);
       const statement = dialect.addDeltas(target, rows, from, to);
-      const result = await runner.query(statement.sql, statement.params, true);
-      if ((result.affected ?? 0) < to - from) missing.push(...(await this.missingRows(runner, entity, rows.ids, from, to)));
+      const affected = this.sqliteStatements
+        ? this.sqliteStatements.run(runner, statement.sql, statement.params)
+        : (await runner.query(statement.sql, statement.params, true)).affected;
+      if ((affected ?? 0) < to - from) missing.push(...(await this.missingRows(runner, entity, rows.ids, from, to)));
     }
     return missing;
   }

@@ -5,9 +5,10 @@ const DUPLICATE = new Set(['SQLITE_CONSTRAINT_PRIMARYKEY', 'SQLITE_CONSTRAINT_UN
 /**
  * Rows of every UPDATE statement: a batch's last statement is padded to this many with rows that match
  * no id (all NULL), so a table's statements share one text. better-sqlite3 compiles a statement before
- * it runs it, and compiling a VALUES list of 1,000 rows took longer than running it (about 2 ms); TypeORM
- * keeps compiled statements by their text (`statementCacheSize`, 100 by default), so a text that repeats
- * is compiled once. 100,000 rows in transactions of 500-1,900 rows (scratch script, better-sqlite3 with
+ * it runs it, and compiling a VALUES list of 1,000 rows took longer than running it (about 2 ms); the
+ * compiled statements are kept by their text (by TypeORM's query runner, `statementCacheSize`, and on
+ * better-sqlite3 by BetterSqlite3Statements, which runs the flush's UPDATEs), so a text that repeats is
+ * compiled once. 100,000 rows in transactions of 500-1,900 rows (scratch script, better-sqlite3 with
  * such a cache, best of 5): 243 ms with one statement of a new text per transaction, 89 ms in padded
  * statements of 256 rows, 97 ms as 5,000-row statements of one text (the flush bench's bulk UPDATE).
  */
