@@ -18,9 +18,9 @@ const MAX_PREPARED = 100;
  * these never are), awaits the query subscribers and builds a result: with 1,024-parameter statements
  * about 17 MB of garbage per flush of 100,000 rows (V8's sampling heap profiler), which Node's thread
  * collects, and better-sqlite3 runs SQLite on that same thread. A scratch copy of the flush bench's
- * SQLite stage, three processes of each build in turns, ten flushes each: the thread's CPU per flush
- * 94.8-95.3 ms against 102.0-104.2 ms, the flush 124.5-130.2 against 132.1-135.0 ms (medians of
- * flushes 3-10; 2026-11-25).
+ * SQLite stage run with the library's build before and after this change, three processes of each in
+ * turns, ten flushes each: the thread's CPU per flush 98.1-99.6 ms against 104.1-108.1 ms, the flush
+ * 127.9-139.4 against 137.3-140.9 ms (medians of flushes 3-10; 2026-11-25).
  *
  * What users see of TypeORM's `query` stays: the data source's logger gets each statement (as slow
  * past `maxQueryExecutionTime`, and its error when it fails), and a failure is a `QueryFailedError`
