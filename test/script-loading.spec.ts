@@ -9,6 +9,9 @@ import { RedisTraffic } from './support/redis-traffic.js';
 import { uniquePrefix } from './support/redis.js';
 import { articleCounts, insertArticles } from './support/rows.js';
 
+/** The names of the commands `traffic` has seen, lower case. */
+const commandNames = async (traffic: RedisTraffic, via: Redis) => (await traffic.seen(via)).map((args) => args[0].toLowerCase());
+
 // Lua scripts are loaded once and then called by SHA: a script's body crosses the wire at most once
 // per server, however many calls follow. Redis only, so one database is enough.
 describe('script loading', () => {
@@ -43,7 +46,7 @@ describe('script loading', () => {
       await counter.counters.getMany(Article, ids);
       if (round % 5 === 0) expect((await counter.counters.flush()).error).toBeUndefined();
     }
-    const commands = (await traffic.seen(observer)).map((args) => args[0].toLowerCase());
+    const commands = await commandNames(traffic, observer);
     traffic.stop();
 
     const scripts = commands.filter((name) => name === 'eval' || name === 'evalsha');
@@ -74,12 +77,12 @@ describe('script loading', () => {
     expect(await counter.counters.increment(Article, id, 'like_count', 2)).toBe(10);
     expect(await counter.counters.increment(Article, id, 'view_count', 4)).toBe(12);
     await expect(counter.counters.increment(Article, id, 'like_count', -11)).rejects.toBeInstanceOf(CounterOutOfRangeError);
-    expect((await traffic.seen(observer)).map((args) => args[0].toLowerCase())).toEqual(['evalsha', 'eval', 'evalsha', 'evalsha']);
+    expect(await commandNames(traffic, observer)).toEqual(['evalsha', 'eval', 'evalsha', 'evalsha']);
 
     // Changes of one turn, sent together in one call of the other script.
     await traffic.reset(observer);
     expect(await batch(1, 1)).toEqual([11, 13, 12]);
-    expect((await traffic.seen(observer)).map((args) => args[0].toLowerCase())).toEqual(['evalsha', 'eval']);
+    expect(await commandNames(traffic, observer)).toEqual(['evalsha', 'eval']);
     traffic.stop();
 
     expect((await counter.counters.getMany(Article, [id])).get(id)).toEqual({ like_count: 12, view_count: 13 });
