@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { COUNTER_OPTIONS, SEED_ATTEMPTS } from './counter.constants.js';
 import { MESSAGES } from './counter.messages.js';
-import { groupBy } from './group-by.js';
+import { groupBy } from './collections.js';
 import type { RowId } from './counter-id.js';
 import type { CountedEntity } from './counter.registry.js';
 import { CounterOutOfRangeError } from './exceptions/counter-out-of-range.error.js';

@@ -15,7 +15,8 @@ import { InvalidCounterDeltaError } from './exceptions/invalid-counter-delta.err
 import type { CounterStatus } from './interfaces/counter-status.interface.js';
 import type { FlushReport } from './interfaces/flush-report.interface.js';
 import { CounterKeys } from './redis/keys.js';
-import { CounterStore, type IncrementOutcome, type IncrementRequest } from './redis/counter.store.js';
+import { CounterStore } from './redis/counter.store.js';
+import type { IncrementOutcome, IncrementRequest } from './redis/increment-sender.js';
 
 /** An entity class, as passed to the service. */
 export type EntityClass<T = unknown> = abstract new (...args: never[]) => T;

@@ -25,7 +25,7 @@ const REMARKS = 4;
 /** Articles changed again before the flush that crashes. */
 const CRASHED_ARTICLES = 4;
 
-/** The scripts the store registers (lib/redis/counter.store.ts); the walk below must send each one. */
+/** The scripts the store registers (lib/redis/script-commands.ts); the walk below must send each one. */
 const LIBRARY_SCRIPTS = [
   'nestjsCounterIncrement',
   'nestjsCounterIncrementMany',

@@ -10,7 +10,7 @@ import type { CounterDialect, DeltaRows } from './counter-dialect.js';
 import { BetterSqlite3Statements } from './better-sqlite3-statements.js';
 import { CounterLedgerEntry } from './counter-ledger.entity.js';
 import { dialectFor } from './dialect-for.js';
-import { groupBy } from '../group-by.js';
+import { groupBy } from '../collections.js';
 import { compareIds, mergeBatches } from './merge-batches.js';
 
 /** A batch as the database sees it: its rows (in any order), one delta per column in `counters`. */

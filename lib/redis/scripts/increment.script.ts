@@ -96,7 +96,7 @@ return {kind, value}
 
 /**
  * Changes counters of one or more rows, in one call: the increments requested in one turn of the
- * event loop travel together (see tick-queue.ts and CounterStore.sendIncrements), so a script call's
+ * event loop travel together (see tick-queue.ts and IncrementSender), so a script call's
  * fixed cost is paid once for all of them. Each change is applied, or refused, on its own and in order,
  * exactly as if each had been its own call.
  *

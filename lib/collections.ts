@@ -9,3 +9,10 @@ export function groupBy<K, T>(items: readonly T[], keyOf: (item: T) => K): Map<K
   }
   return groups;
 }
+
+/** `items` cut into runs of at most `size`. */
+export function chunks<T>(items: T[], size: number): T[][] {
+  const runs: T[][] = [];
+  for (let at = 0; at < items.length; at += size) runs.push(items.slice(at, at + size));
+  return runs;
+}
