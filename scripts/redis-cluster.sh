@@ -68,8 +68,12 @@ start() {
   mkdir -p "$DIR"
   for port in "${PORTS[@]}"; do
     if node_up "$port"; then continue; fi
+    # Start from an empty directory, not just without nodes.conf: a replica keeps its last full sync
+    # as dump.rdb even with --save "", and a node that loads one left by a run that never reached
+    # `stop` (killed, or its machine restored from a snapshot) holds keys, so `--cluster create`
+    # refuses it as "not empty".
+    rm -rf "${DIR:?}/$port"
     mkdir -p "$DIR/$port"
-    rm -f "$DIR/$port/nodes.conf"
     redis-server --port "$port" --bind "$HOST" --daemonize yes \
       --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout "$NODE_TIMEOUT_MS" \
       --dir "$DIR/$port" --logfile "$DIR/$port/redis.log" --pidfile "$DIR/$port/redis.pid" \
