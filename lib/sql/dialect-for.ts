@@ -14,8 +14,9 @@ export function dialectFor(dataSource: DataSource): CounterDialect {
     case 'mysql':
     case 'mariadb':
       return mysqlDialect;
+    // TypeORM 1.x runs SQLite in Node through better-sqlite3 alone (its `sqlite` driver, node-sqlite3, is
+    // gone); sql.js and the mobile drivers are not tested here, so they are refused like any other.
     case 'better-sqlite3':
-    case 'sqlite':
       return sqliteDialect;
     default:
       throw new CounterConfigurationError(MESSAGES.unsupportedDatabase(type));
