@@ -6,10 +6,16 @@
 #   scripts/redis-cluster.sh stop     shut the nodes down and remove their directories
 #   scripts/redis-cluster.sh status   print cluster_state and the nodes
 #
-# REDIS_CLUSTER_DIR overrides the folder (default: $TMPDIR/nestjs-counter-cluster).
+# REDIS_CLUSTER_DIR overrides the folder (default: $TMPDIR/nestjs-counter-cluster), REDIS_CLUSTER_PORTS
+# the six ports (default: "7000 7001 7002 7003 7004 7005"; test/cluster-script.spec.ts runs a cluster of
+# its own this way, beside the tests' one).
 set -euo pipefail
 
-PORTS=(7000 7001 7002 7003 7004 7005)
+read -r -a PORTS <<<"${REDIS_CLUSTER_PORTS:-7000 7001 7002 7003 7004 7005}"
+if [ "${#PORTS[@]}" -ne 6 ]; then
+  echo "redis-cluster: REDIS_CLUSTER_PORTS needs six ports (three masters, three replicas)" >&2
+  exit 2
+fi
 HOST=127.0.0.1
 DIR=${REDIS_CLUSTER_DIR:-${TMPDIR:-/tmp}/nestjs-counter-cluster}
 # Short enough that a killed master fails over within a chaos scenario, long enough not to flap on a
@@ -30,7 +36,7 @@ all_nodes_ok() {
 # waits for the replicas it knows of, so the cluster is ready when all six nodes are listed there.
 replicas_attached() {
   [ "$(redis-cli -h "$HOST" -p "${PORTS[0]}" cluster nodes 2>/dev/null | grep -c ' slave ')" -eq 3 ] &&
-    [ "$(redis-cli -h "$HOST" -p "${PORTS[0]}" cluster slots 2>/dev/null | grep -cE '^700[0-5]$')" -eq 6 ]
+    [ "$(redis-cli -h "$HOST" -p "${PORTS[0]}" cluster slots 2>/dev/null | grep -cxE "$(IFS='|'; echo "${PORTS[*]}")")" -eq 6 ]
 }
 
 wait_until() { # seconds, description, command...
