@@ -5,22 +5,10 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from './support/free-port.js';
+import { freeClusterPorts } from './support/free-port.js';
 import { PrivateRedis } from './support/private-redis.js';
 
 const SCRIPT = fileURLToPath(new URL('../scripts/redis-cluster.sh', import.meta.url));
-/** A cluster node's bus listens 10,000 ports above it, so its own port must leave room for that. */
-const HIGHEST_CLUSTER_PORT = 55_535;
-
-/** Six distinct free loopback ports that a cluster node can take. */
-async function clusterPorts(): Promise<number[]> {
-  const ports: number[] = [];
-  while (ports.length < 6) {
-    const port = await freePort();
-    if (port <= HIGHEST_CLUSTER_PORT && !ports.includes(port)) ports.push(port);
-  }
-  return ports;
-}
 
 /** Leaves in `directory` a dump.rdb holding one key, as a replica's last full sync leaves one. */
 async function leaveDumpWithKey(directory: string): Promise<void> {
@@ -53,7 +41,7 @@ describe('scripts/redis-cluster.sh', () => {
 
   beforeAll(async () => {
     directory = mkdtempSync(join(tmpdir(), 'nestjs-counter-cluster-script-'));
-    ports = await clusterPorts();
+    ports = await freeClusterPorts(6);
   });
 
   afterAll(() => {

@@ -11,3 +11,16 @@ export function freePort(): Promise<number> {
     });
   });
 }
+
+/** A cluster node's bus listens 10,000 ports above it, so the node's own port must leave room for it. */
+const HIGHEST_CLUSTER_PORT = 55_535;
+
+/** `count` distinct free loopback ports that Redis Cluster nodes can take. */
+export async function freeClusterPorts(count: number): Promise<number[]> {
+  const ports: number[] = [];
+  while (ports.length < count) {
+    const port = await freePort();
+    if (port <= HIGHEST_CLUSTER_PORT && !ports.includes(port)) ports.push(port);
+  }
+  return ports;
+}

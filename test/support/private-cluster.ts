@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { freePort } from './free-port.js';
+import { freeClusterPorts } from './free-port.js';
 
 /**
  * A Redis Cluster of the test's own: one master holding every slot and one replica, on free loopback
@@ -28,11 +28,7 @@ export class PrivateCluster {
    */
   static async start(): Promise<PrivateCluster> {
     const directory = mkdtempSync(join(tmpdir(), 'nestjs-counter-private-cluster-'));
-    const ports = [await freePort()];
-    while (ports.length < 2) {
-      const port = await freePort();
-      if (!ports.includes(port)) ports.push(port);
-    }
+    const ports = await freeClusterPorts(2);
     const processes = ports.map((port) => {
       const node = ['--port', String(port), '--bind', '127.0.0.1', '--dir', directory, '--save', '', '--appendonly', 'no'];
       const clustered = ['--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`];
