@@ -45,7 +45,7 @@ describe('scripts/redis-cluster.sh', () => {
   });
 
   afterAll(() => {
-    script('stop');
+    if (ports) script('stop');
     rmSync(directory, { recursive: true, force: true });
   });
 
