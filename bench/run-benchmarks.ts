@@ -20,8 +20,11 @@ async function main(): Promise<void> {
   const quick = args.includes('--quick');
   const onlyIndex = args.indexOf('--only');
   const only = onlyIndex >= 0 ? args[onlyIndex + 1]?.split(',') : undefined;
-  const scenarios = SCENARIOS.filter((scenario) => !only || only.includes(scenario.slug) || only.includes(String(scenario.id)));
-  if (scenarios.length === 0) throw new Error(`--only ${only?.join(',')}: no such scenario (${SCENARIOS.map((s) => s.slug).join(', ')})`);
+  const scenarios = SCENARIOS.filter(
+    (scenario) => !only || only.includes(scenario.slug) || only.includes(String(scenario.id)),
+  );
+  if (scenarios.length === 0)
+    throw new Error(`--only ${only?.join(',')}: no such scenario (${SCENARIOS.map((s) => s.slug).join(', ')})`);
   const context: BenchContext = {
     quick,
     durationMs: Number(process.env.BENCH_DURATION_MS ?? (quick ? 1_000 : 5_000)),
@@ -35,15 +38,24 @@ async function main(): Promise<void> {
       console.log(`\n▶ ${scenario.id}. ${scenario.title}`);
       const started = performance.now();
       const result = await scenario.run(context);
-      run.scenarios.push({ id: scenario.id, title: scenario.title, ...result, durationMs: performance.now() - started });
+      run.scenarios.push({
+        id: scenario.id,
+        title: scenario.title,
+        ...result,
+        durationMs: performance.now() - started,
+      });
       console.log(`\n${scenarioMarkdown(run.scenarios.at(-1)!)}`);
     }
     mkdirSync(RESULTS, { recursive: true });
     writeFileSync(`${RESULTS}latest.json`, `${JSON.stringify(run, null, 2)}\n`);
     writeFileSync(`${RESULTS}latest.md`, runMarkdown(run));
     writeFileSync(`${RESULTS}latest.svg`, throughputLatencyChart(run));
-    const missed = run.scenarios.flatMap((s) => s.checks.filter((c) => !c.met).map((c) => `${s.id}. ${c.target}: ${c.actual}`));
-    console.log(`\nWrote bench/results/latest.{json,md,svg}. Targets missed: ${missed.length === 0 ? 'none' : `\n  ${missed.join('\n  ')}`}`);
+    const missed = run.scenarios.flatMap((s) =>
+      s.checks.filter((c) => !c.met).map((c) => `${s.id}. ${c.target}: ${c.actual}`),
+    );
+    console.log(
+      `\nWrote bench/results/latest.{json,md,svg}. Targets missed: ${missed.length === 0 ? 'none' : `\n  ${missed.join('\n  ')}`}`,
+    );
   } finally {
     await stopCluster();
   }

@@ -16,7 +16,9 @@ export default function setup(): void {
     execFileSync(process.execPath, [tsc, '-p', tsconfig], { stdio: 'pipe' });
   } catch (error) {
     const { stdout, stderr } = error as { stdout?: Buffer; stderr?: Buffer };
-    throw new Error(`compiling the chaos worker failed:\n${stdout?.toString() ?? ''}${stderr?.toString() ?? ''}`);
+    throw new Error(`compiling the chaos worker failed:\n${stdout?.toString() ?? ''}${stderr?.toString() ?? ''}`, {
+      cause: error,
+    });
   }
   resetResults();
 }

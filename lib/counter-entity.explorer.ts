@@ -7,6 +7,7 @@ import { CounterRegistry, type CounterField } from './counter.registry.js';
 import { getCountedProperties } from './decorators/counted.decorator.js';
 import { InvalidCounterDefinitionError } from './exceptions/invalid-counter-definition.error.js';
 import { CounterConfigurationError } from './exceptions/counter-configuration.error.js';
+import type { EntityClass } from './interfaces/entity-class.interface.js';
 import type { CounterDialect } from './sql/counter-dialect.js';
 import { CounterLedgerEntry } from './sql/counter-ledger.entity.js';
 import { CounterDatabase } from './sql/counter.database.js';
@@ -45,11 +46,11 @@ export class CounterEntityExplorer implements OnModuleInit {
     for (const metadata of this.dataSource.entityMetadatas) {
       if (typeof metadata.target !== 'function') continue;
       const properties = getCountedProperties(metadata.target);
-      if (properties.length > 0) this.register(metadata, metadata.target, dialect);
+      if (properties.length > 0) this.register(metadata, metadata.target as EntityClass, dialect);
     }
   }
 
-  private register(metadata: EntityMetadata, target: Function, dialect: CounterDialect): void {
+  private register(metadata: EntityMetadata, target: EntityClass, dialect: CounterDialect): void {
     const name = target.name;
     if (metadata.primaryColumns.length !== 1) {
       throw new InvalidCounterDefinitionError(MESSAGES.badPrimaryKey(name, metadata.primaryColumns.length));

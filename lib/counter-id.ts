@@ -28,7 +28,11 @@ export function toRowId(entity: CountedEntity, id: unknown): RowId {
     const asNumber = Number(text);
     return { text, sql: Number.isSafeInteger(asNumber) ? asNumber : text };
   }
-  if ((typeof id !== 'string' && typeof id !== 'number') || id === '' || (typeof id === 'number' && !Number.isFinite(id))) {
+  if (
+    (typeof id !== 'string' && typeof id !== 'number') ||
+    id === '' ||
+    (typeof id === 'number' && !Number.isFinite(id))
+  ) {
     throw new InvalidCounterIdError(MESSAGES.invalidId(entity.name, id, 'non-empty strings'));
   }
   if (entity.uuidId && !UUID_TEXT.test(String(id))) {

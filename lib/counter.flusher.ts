@@ -210,7 +210,8 @@ export class CounterFlusher implements OnApplicationBootstrap {
     const backlog = await this.store.backlog(shards.map((work) => work.keys));
     return shards.filter((work, index) => {
       const { dirtyRows, batchRows, generation } = backlog[index];
-      if (generation !== null && this.lostData(work, { dataLost: false, generation }, seenBefore[index])) run.lostShards++;
+      if (generation !== null && this.lostData(work, { dataLost: false, generation }, seenBefore[index]))
+        run.lostShards++;
       work.expectedRows = batchRows > 0 ? batchRows : Math.min(dirtyRows, this.database.flushBatchSize);
       return dirtyRows > 0 || batchRows > 0 || generation === null;
     });
@@ -227,7 +228,7 @@ export class CounterFlusher implements OnApplicationBootstrap {
     let rows = 0;
     while (rows < wanted && run.queue.length > 0 && !run.stopped()) {
       const picked: ShardWork[] = [];
-      for (let expected = rows; expected < wanted && picked.length < this.claimsAtOnce; ) {
+      for (let expected = rows; expected < wanted && picked.length < this.claimsAtOnce;) {
         const work = run.queue.pop();
         if (!work) break;
         picked.push(work);
@@ -235,7 +236,9 @@ export class CounterFlusher implements OnApplicationBootstrap {
       }
       const claimed = await Promise.all(
         picked.map((work) =>
-          this.claimShard(run, work, this.database.flushBatchSize).catch((error: Error) => this.shardFailed(run, work, error)),
+          this.claimShard(run, work, this.database.flushBatchSize).catch((error: Error) =>
+            this.shardFailed(run, work, error),
+          ),
         ),
       );
       for (const batch of claimed) {
@@ -330,7 +333,9 @@ export class CounterFlusher implements OnApplicationBootstrap {
       // it. Each batch again on its own, so that the others are still written.
       if (group.length === 1) return { acked: this.acknowledgeOrFail(run, group[0], []) };
       for (const claimed of group) {
-        await this.writeAndAcknowledge(run, [claimed]).catch((error: Error) => this.shardFailed(run, claimed.work, error));
+        await this.writeAndAcknowledge(run, [claimed]).catch((error: Error) =>
+          this.shardFailed(run, claimed.work, error),
+        );
       }
       return { acked: Promise.resolve() };
     }
@@ -353,7 +358,14 @@ export class CounterFlusher implements OnApplicationBootstrap {
   private async acknowledge(run: FlushRun, claimed: ClaimedBatch, missingIds: Array<string | number>): Promise<void> {
     const { work, batch, moreRows } = claimed;
     const missing = missingIds.map((id) => claimed.encodedIdOf.get(String(id)) ?? String(id));
-    const acknowledged = await this.store.ack(work.keys, batch.batchId, run.token, moreRows === 0, work.entity.counterNames, missing);
+    const acknowledged = await this.store.ack(
+      work.keys,
+      batch.batchId,
+      run.token,
+      moreRows === 0,
+      work.entity.counterNames,
+      missing,
+    );
     // The ack moved the generation on by one (others can only have moved it further).
     if (acknowledged) this.recordGeneration(work, claimed.generation + 1);
     if (moreRows > 0) this.requeue(run, work, moreRows);
@@ -361,8 +373,14 @@ export class CounterFlusher implements OnApplicationBootstrap {
   }
 
   /** `acknowledge`, a failure counted as the shard's (its batch stays claimed for a later flush). */
-  private acknowledgeOrFail(run: FlushRun, claimed: ClaimedBatch, missingIds: Array<string | number>): Promise<unknown> {
-    return this.acknowledge(run, claimed, missingIds).catch((error: Error) => this.shardFailed(run, claimed.work, error));
+  private acknowledgeOrFail(
+    run: FlushRun,
+    claimed: ClaimedBatch,
+    missingIds: Array<string | number>,
+  ): Promise<unknown> {
+    return this.acknowledge(run, claimed, missingIds).catch((error: Error) =>
+      this.shardFailed(run, claimed.work, error),
+    );
   }
 
   /** A shard with rows left after a batch goes back in the queue, at the front: the others go first. */
@@ -464,9 +482,9 @@ export class CounterFlusher implements OnApplicationBootstrap {
     const every = Math.min(this.options.ledgerRetentionMs / 10, 3_600_000);
     if (Date.now() - this.lastPrunedAt < every) return;
     this.lastPrunedAt = Date.now();
-    await this.database.pruneLedger(this.options.ledgerRetentionMs).catch((error: Error) =>
-      this.logger.warn(`Pruning the counter ledger failed: ${error.message}`),
-    );
+    await this.database
+      .pruneLedger(this.options.ledgerRetentionMs)
+      .catch((error: Error) => this.logger.warn(`Pruning the counter ledger failed: ${error.message}`));
   }
 }
 

@@ -38,7 +38,8 @@ import { CounterDatabase } from './sql/counter.database.js';
     },
     {
       provide: CounterKeys,
-      useFactory: (options: ResolvedCounterOptions) => new CounterKeys(options.keyPrefix, options.shards, options.slotsPerEntity),
+      useFactory: (options: ResolvedCounterOptions) =>
+        new CounterKeys(options.keyPrefix, options.shards, options.slotsPerEntity),
       inject: [COUNTER_OPTIONS],
     },
     CounterRegistry,

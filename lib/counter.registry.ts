@@ -4,6 +4,7 @@ import type { ColumnMetadata } from 'typeorm/metadata/ColumnMetadata.js';
 import { MESSAGES } from './counter.messages.js';
 import { UnknownCountedEntityError } from './exceptions/unknown-counted-entity.error.js';
 import { UnknownCounterError } from './exceptions/unknown-counter.error.js';
+import type { EntityClass } from './interfaces/entity-class.interface.js';
 
 /** One counted column of an entity. */
 export interface CounterField {
@@ -16,7 +17,7 @@ export interface CounterField {
 
 /** What the module knows about one counted entity. */
 export interface CountedEntity {
-  target: Function;
+  target: EntityClass;
   /** The class name, for messages. */
   name: string;
   /** The entity's part of every Redis key: its table path. */
@@ -35,7 +36,7 @@ export interface CountedEntity {
 /** Counted entities by class; filled once at bootstrap by the explorer. */
 @Injectable()
 export class CounterRegistry {
-  private readonly entities = new Map<Function, CountedEntity>();
+  private readonly entities = new Map<unknown, CountedEntity>();
 
   register(entity: CountedEntity): void {
     this.entities.set(entity.target, entity);
@@ -53,7 +54,11 @@ export class CounterRegistry {
 
   /** The counted entity an object is an instance of, if any (subclasses included). */
   forInstance(value: object): CountedEntity | undefined {
-    for (let proto = Object.getPrototypeOf(value); proto && proto !== Object.prototype; proto = Object.getPrototypeOf(proto)) {
+    for (
+      let proto = Object.getPrototypeOf(value);
+      proto && proto !== Object.prototype;
+      proto = Object.getPrototypeOf(proto)
+    ) {
       const entity = this.entities.get(proto.constructor);
       if (entity) return entity;
     }
@@ -63,9 +68,7 @@ export class CounterRegistry {
   counter(entity: CountedEntity, name: unknown): CounterField {
     const field = entity.counters.find((counter) => counter.name === name);
     if (!field) {
-      throw new UnknownCounterError(
-        MESSAGES.unknownCounter(entity.name, String(name), entity.counterNames),
-      );
+      throw new UnknownCounterError(MESSAGES.unknownCounter(entity.name, String(name), entity.counterNames));
     }
     return field;
   }

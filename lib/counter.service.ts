@@ -13,13 +13,11 @@ import { CounterSeedContentionError } from './exceptions/counter-seed-contention
 import { CounterStoreUnavailableError } from './exceptions/counter-store-unavailable.error.js';
 import { InvalidCounterDeltaError } from './exceptions/invalid-counter-delta.error.js';
 import type { CounterStatus } from './interfaces/counter-status.interface.js';
+import type { EntityClass } from './interfaces/entity-class.interface.js';
 import type { FlushReport } from './interfaces/flush-report.interface.js';
 import { CounterKeys } from './redis/keys.js';
 import { CounterStore } from './redis/counter.store.js';
 import type { IncrementOutcome, IncrementRequest } from './redis/increment-sender.js';
-
-/** An entity class, as passed to the service. */
-export type EntityClass<T = unknown> = abstract new (...args: never[]) => T;
 
 /** The counters of entities: change them, read them live, overlay them, flush them. */
 @Injectable()
@@ -75,7 +73,10 @@ export class CounterService {
     const counted = this.registry.get(entity);
     const fields = this.registry.counters(counted, counters);
     const rowIds = ids.map((id) => toRowId(counted, id));
-    const values = await this.reader.read(rowIds.map((id) => ({ entity: counted, id })), true);
+    const values = await this.reader.read(
+      rowIds.map((id) => ({ entity: counted, id })),
+      true,
+    );
     const result = new Map<Id, Record<string, number>>();
     ids.forEach((id, index) => {
       const row = values[index];
@@ -109,7 +110,8 @@ export class CounterService {
     requests.forEach(({ entity, instance }, index) => {
       const row = values[index];
       if (!row) return;
-      for (let counter = 0; counter < row.length; counter++) instance[entity.counters[counter].propertyName] = row[counter];
+      for (let counter = 0; counter < row.length; counter++)
+        instance[entity.counters[counter].propertyName] = row[counter];
     });
     return value;
   }
@@ -127,7 +129,13 @@ export class CounterService {
   async status(): Promise<CounterStatus> {
     const { lastSuccessfulFlushAt, lastFailedFlushAt, lastFlushError, consecutiveFailedFlushes, lastRedisDataLoss } =
       this.health;
-    const flushing = { lastSuccessfulFlushAt, lastFailedFlushAt, lastFlushError, consecutiveFailedFlushes, lastRedisDataLoss };
+    const flushing = {
+      lastSuccessfulFlushAt,
+      lastFailedFlushAt,
+      lastFlushError,
+      consecutiveFailedFlushes,
+      lastRedisDataLoss,
+    };
     const shards = this.registry.all().flatMap((entity) => this.keys.shardsOf(entity.key));
     try {
       const backlog = await this.store.backlog(shards);
@@ -150,7 +158,13 @@ export class CounterService {
    * plain promise chain: a row already in Redis (the common case) then costs one promise job between the
    * store's reply and the caller. Invalid input still comes back as a rejected promise, never a throw.
    */
-  private change(entity: EntityClass, id: string | number, counter: string, by: unknown, sign: 1 | -1): Promise<number> {
+  private change(
+    entity: EntityClass,
+    id: string | number,
+    counter: string,
+    by: unknown,
+    sign: 1 | -1,
+  ): Promise<number> {
     let change: PreparedChange;
     try {
       change = this.prepareChange(entity, id, counter, by, sign);
@@ -163,22 +177,37 @@ export class CounterService {
   }
 
   /** Validates a change and addresses it. Throws the errors of invalid deltas, unknown names and invalid ids. */
-  private prepareChange(entity: EntityClass, id: string | number, counter: string, by: unknown, sign: 1 | -1): PreparedChange {
-    if (typeof by !== 'number' || !Number.isSafeInteger(by)) throw new InvalidCounterDeltaError(MESSAGES.invalidDelta(by));
+  private prepareChange(
+    entity: EntityClass,
+    id: string | number,
+    counter: string,
+    by: unknown,
+    sign: 1 | -1,
+  ): PreparedChange {
+    if (typeof by !== 'number' || !Number.isSafeInteger(by))
+      throw new InvalidCounterDeltaError(MESSAGES.invalidDelta(by));
     const delta = by === 0 ? 0 : sign * by;
     const counted = this.registry.get(entity);
     const field = this.registry.counter(counted, counter);
     const rowId = toRowId(counted, id);
     const encodedId = this.keys.encodeId(rowId.text);
     const shard = this.keys.shard(counted.key, this.keys.shardOf(encodedId));
-    return { counted, field, rowId, request: { shard, encodedId, counter: field.name, delta, min: field.min, max: field.max } };
+    return {
+      counted,
+      field,
+      rowId,
+      request: { shard, encodedId, counter: field.name, delta, min: field.min, max: field.max },
+    };
   }
 
   /**
    * What an attempt that was not applied leads to: an out-of-range error, or loading the row from the
    * database and trying again, SEED_ATTEMPTS attempts in all.
    */
-  private async finishChange({ counted, field, rowId, request }: PreparedChange, first: IncrementOutcome): Promise<number> {
+  private async finishChange(
+    { counted, field, rowId, request }: PreparedChange,
+    first: IncrementOutcome,
+  ): Promise<number> {
     let outcome = first;
     for (let attempt = 1; ; attempt++) {
       if (outcome.kind === 'applied') return outcome.value;

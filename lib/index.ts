@@ -1,5 +1,5 @@
 export { CounterModule } from './counter.module.js';
-export { CounterService, type EntityClass } from './counter.service.js';
+export { CounterService } from './counter.service.js';
 export { CounterInterceptor } from './interceptors/live-counts.interceptor.js';
 export { Counted } from './decorators/counted.decorator.js';
 export { LiveCounts } from './decorators/live-counts.decorator.js';

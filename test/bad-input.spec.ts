@@ -48,7 +48,12 @@ describe.each(TARGETS)('bad input on %s, %s', (databaseName, topology) => {
       database: database.options,
       entities: [...ENTITIES, UncountedTag, CounterLedgerEntry],
       imports: [
-        CounterModule.forRoot({ redis: counterRedisOption(topology), keyPrefix: prefix, shards: 8, flushEnabled: false }),
+        CounterModule.forRoot({
+          redis: counterRedisOption(topology),
+          keyPrefix: prefix,
+          shards: 8,
+          flushEnabled: false,
+        }),
       ],
     });
     counters = app.get(CounterService);
@@ -112,10 +117,18 @@ describe.each(TARGETS)('bad input on %s, %s', (databaseName, topology) => {
     ];
     it.each(entities)('refuses %s', async (_, entity) => {
       const article = await insertArticle(1, 1);
-      const name = (entity as Function).name;
+      const name = entity.name;
       const fragments = [name, '@Counted()'];
-      await expectRefused(() => counters.increment(entity, article.id, 'like_count'), UnknownCountedEntityError, fragments);
-      await expectRefused(() => counters.decrement(entity, article.id, 'like_count'), UnknownCountedEntityError, fragments);
+      await expectRefused(
+        () => counters.increment(entity, article.id, 'like_count'),
+        UnknownCountedEntityError,
+        fragments,
+      );
+      await expectRefused(
+        () => counters.decrement(entity, article.id, 'like_count'),
+        UnknownCountedEntityError,
+        fragments,
+      );
       await expectRefused(() => counters.get(entity, article.id, 'like_count'), UnknownCountedEntityError, fragments);
       await expectRefused(() => counters.getMany(entity, [article.id]), UnknownCountedEntityError, fragments);
     });
@@ -128,7 +141,11 @@ describe.each(TARGETS)('bad input on %s, %s', (databaseName, topology) => {
       await expectRefused(() => counters.increment(Article, article.id, name), UnknownCounterError, fragments);
       await expectRefused(() => counters.decrement(Article, article.id, name), UnknownCounterError, fragments);
       await expectRefused(() => counters.get(Article, article.id, name), UnknownCounterError, fragments);
-      await expectRefused(() => counters.getMany(Article, [article.id], ['like_count', name]), UnknownCounterError, fragments);
+      await expectRefused(
+        () => counters.getMany(Article, [article.id], ['like_count', name]),
+        UnknownCounterError,
+        fragments,
+      );
     }
     await expectRefused(() => counters.increment(Remark, 'r', 'like_count'), UnknownCounterError, [
       '"like_count"',
@@ -198,7 +215,11 @@ describe.each(TARGETS)('bad input on %s, %s', (databaseName, topology) => {
     expect(await counters.get(Article, article.id, 'like_count')).toBe(0);
     const fragments = ['Article.like_count is 0', 'by -1', `[0, ${likeCountMax()}]`, 'nothing was changed'];
     await expectRefused(() => counters.decrement(Article, article.id, 'like_count'), CounterOutOfRangeError, fragments);
-    await expectRefused(() => counters.increment(Article, article.id, 'like_count', -1), CounterOutOfRangeError, fragments);
+    await expectRefused(
+      () => counters.increment(Article, article.id, 'like_count', -1),
+      CounterOutOfRangeError,
+      fragments,
+    );
     expect(await counters.get(Article, article.id, 'like_count')).toBe(0);
 
     // At 2, taking 3 is refused whole; taking 2 is fine and lands exactly on the bound.
@@ -265,7 +286,9 @@ describe.each(TARGETS)('bad input on %s, %s', (databaseName, topology) => {
       'by 1',
     ]);
     expect(await counters.get(Article, high.id, 'view_count')).toBe(MAX);
-    expect(await counters.getMany(Article, [high.id])).toEqual(new Map([[high.id, { like_count: 0, view_count: MAX }]]));
+    expect(await counters.getMany(Article, [high.id])).toEqual(
+      new Map([[high.id, { like_count: 0, view_count: MAX }]]),
+    );
 
     const low = await insertArticle(0, -(MAX - 2));
     expect(await counters.get(Article, low.id, 'view_count')).toBe(-(MAX - 2));

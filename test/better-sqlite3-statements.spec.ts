@@ -20,7 +20,10 @@ describe('the batch UPDATE on better-sqlite3, run without TypeORM query', () => 
   beforeAll(async () => {
     database = await createTestDatabase('sqlite');
     // Every statement that takes longer than 1 ms is reported as slow.
-    counter = await startCounterApp({ database: { ...database.options, maxQueryExecutionTime: 1 } as DataSourceOptions, keyPrefix: prefix });
+    counter = await startCounterApp({
+      database: { ...database.options, maxQueryExecutionTime: 1 } as DataSourceOptions,
+      keyPrefix: prefix,
+    });
   });
   afterEach(async () => {
     vi.restoreAllMocks();

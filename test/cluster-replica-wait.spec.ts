@@ -70,7 +70,7 @@ onCluster('claims on a cluster whose replica is listed after the module connecte
 
     const [id] = await insertArticles(counter.dataSource, [0]);
     const deadline = Date.now() + NOTICE_MS;
-    let waits: Array<number | null> = [];
+    let waits: Array<number | null>;
     for (let value = 1; ; value++) {
       sent.length = 0;
       expect(await counter.counters.increment(Article, id, 'like_count')).toBe(value);

@@ -98,24 +98,37 @@ describe.each(TOPOLOGIES)('round trips of a %s read of 100 rows', (topology) => 
 
   const expectedValues = () =>
     new Map(
-      articles.map((article) => [article.id, { like_count: likes.get(article.id)!, view_count: Number(article.viewCount) }]),
+      articles.map((article) => [
+        article.id,
+        { like_count: likes.get(article.id)!, view_count: Number(article.viewCount) },
+      ]),
     );
 
   it('getMany of unseeded rows: one read, then one seed (one script call per slot each), one round trip per node for each', async () => {
     roundTrips.reset();
-    const values = await counter.counters.getMany(Article, articles.map((article) => article.id));
+    const values = await counter.counters.getMany(
+      Article,
+      articles.map((article) => article.id),
+    );
     expect(values).toEqual(expectedValues());
     await expectOneRoundTripPerNode(['read', 'seed']);
   });
 
   it('getMany of seeded rows: one read (one script call per slot), one round trip per node', async () => {
-    for (const [index, by] of [[0, 3], [37, 5], [99, 7]] as const) {
+    for (const [index, by] of [
+      [0, 3],
+      [37, 5],
+      [99, 7],
+    ] as const) {
       const id = articles[index].id;
       likes.set(id, likes.get(id)! + by);
       expect(await counter.counters.increment(Article, id, 'like_count', by)).toBe(likes.get(id));
     }
     roundTrips.reset();
-    const values = await counter.counters.getMany(Article, articles.map((article) => article.id));
+    const values = await counter.counters.getMany(
+      Article,
+      articles.map((article) => article.id),
+    );
     expect(values).toEqual(expectedValues());
     await expectOneRoundTripPerNode(['read']);
   });
@@ -155,7 +168,11 @@ describe.each(TOPOLOGIES)('round trips of a %s read of 100 rows', (topology) => 
     expect(Math.max(...read.values())).toBeLessThan(MAX_ROWS_PER_CALL);
 
     roundTrips.reset();
-    const values = await counter.counters.getMany(Article, all.map((article) => article.id), ['like_count']);
+    const values = await counter.counters.getMany(
+      Article,
+      all.map((article) => article.id),
+      ['like_count'],
+    );
     expect(all.map((article) => values.get(article.id)!.like_count)).toEqual(
       all.map((article) => likes.get(article.id) ?? article.likeCount),
     );
@@ -164,11 +181,15 @@ describe.each(TOPOLOGIES)('round trips of a %s read of 100 rows', (topology) => 
     const isSeed = (callKeys: string[]) => callKeys.some((key) => key.endsWith(':batch'));
     const calls = roundTrips.trips.flatMap((trip) =>
       trip.keys.map((callKeys, index) =>
-        isSeed(callKeys) ? callKeys : readCallShards(scriptArguments({ args: trip.args[index] }).argv).map((shard) => shard.generation),
+        isSeed(callKeys)
+          ? callKeys
+          : readCallShards(scriptArguments({ args: trip.args[index] }).argv).map((shard) => shard.generation),
       ),
     );
     const rowsOf = (callKeys: string[]) =>
-      callKeys.filter((key) => key.endsWith(':gen')).reduce((sum, key) => sum + (isSeed(callKeys) ? seeded : read).get(key)!, 0);
+      callKeys
+        .filter((key) => key.endsWith(':gen'))
+        .reduce((sum, key) => sum + (isSeed(callKeys) ? seeded : read).get(key)!, 0);
     const readCalls = calls.filter((callKeys) => !isSeed(callKeys)).map(rowsOf);
     const seedCalls = calls.filter(isSeed).map(rowsOf);
     expect(readCalls.reduce((sum, rows) => sum + rows, 0)).toBe(600);

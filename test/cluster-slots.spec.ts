@@ -11,7 +11,14 @@ import { createTestDatabase, DATABASES, type TestDatabase } from './support/data
 import { Article, ArticleBeforeViewCount, Remark } from './support/entities.js';
 import { deleteKeys, masters, uniquePrefix } from './support/redis.js';
 import { articleCounts, insertArticles, insertRemarks, remarkCounts, spreadIds } from './support/rows.js';
-import { claimedBatchId, claimedIds, readCallShards, replicasAwaited, scriptArguments, scriptsBySha } from './support/script-calls.js';
+import {
+  claimedBatchId,
+  claimedIds,
+  readCallShards,
+  replicasAwaited,
+  scriptArguments,
+  scriptsBySha,
+} from './support/script-calls.js';
 import { listedReplicas, slotOwners } from './support/slot-owners.js';
 import { inspectionClient, moduleClient, TOPOLOGIES } from './support/topologies.js';
 
@@ -102,8 +109,17 @@ describe.runIf(TOPOLOGIES.includes('cluster'))('hash slots of every command on a
   /** Every library path, with exact checks of what each one returns and writes. */
   async function walkEveryPath(): Promise<void> {
     const { dataSource, counters } = counter;
-    const articleIds = await insertArticles(dataSource, Array.from({ length: ARTICLES }, (_, i) => i), 0, spreadIds(keys, ARTICLES));
-    const remarkIds = await insertRemarks(dataSource, Array.from({ length: REMARKS }, (_, i) => 5 + i), prefix);
+    const articleIds = await insertArticles(
+      dataSource,
+      Array.from({ length: ARTICLES }, (_, i) => i),
+      0,
+      spreadIds(keys, ARTICLES),
+    );
+    const remarkIds = await insertRemarks(
+      dataSource,
+      Array.from({ length: REMARKS }, (_, i) => 5 + i),
+      prefix,
+    );
     const likes = new Map(articleIds.map((id, i) => [id, i]));
     const replies = new Map(remarkIds.map((id, i) => [id, 5 + i]));
     // 12 rows over 4 shards: some shard holds more rows than one batch takes.
@@ -174,7 +190,9 @@ describe.runIf(TOPOLOGIES.includes('cluster'))('hash slots of every command on a
     const retried = articleIds[7];
     likes.set(retried, likes.get(retried)! + 6);
     expect(await counters.increment(Article, retried, 'like_count', 6)).toBe(likes.get(retried));
-    vi.spyOn(counter.app.get(CounterDatabase), 'applyBatches').mockRejectedValueOnce(new CounterDatabaseUnavailableError('gone'));
+    vi.spyOn(counter.app.get(CounterDatabase), 'applyBatches').mockRejectedValueOnce(
+      new CounterDatabaseUnavailableError('gone'),
+    );
     expect((await counters.flush()).error).toBeInstanceOf(CounterDatabaseUnavailableError);
     vi.restoreAllMocks();
     expect((await flush()).recoveredBatches).toBe(1);
@@ -304,7 +322,10 @@ describe.runIf(TOPOLOGIES.includes('cluster'))('hash slots of every command on a
       return batchId ? [{ claim, index, batchId }] : [];
     });
     expect(holding.length).toBeGreaterThan(0);
-    const waited = holding.map(({ claim, index, batchId }) => [claim.node, replicasAwaited(record, index, batchId, scripts)]);
+    const waited = holding.map(({ claim, index, batchId }) => [
+      claim.node,
+      replicasAwaited(record, index, batchId, scripts),
+    ]);
     expect(waited).toEqual(holding.map(({ claim }) => [claim.node, replicasOf(claim.node!)]));
     expect(holding.filter(({ claim }) => replicasOf(claim.node!) === 0)).toEqual([]);
   });
@@ -366,7 +387,9 @@ describe.runIf(TOPOLOGIES.includes('cluster'))('hash slots of every command on a
     // The keys keys.ts gives the shards of the entities incremented.
     const known = new Set(
       [Article, Remark].flatMap((entity) =>
-        keys.shardsOf(counter.dataSource.getMetadata(entity).tablePath).flatMap((shard) => [shard.pending, shard.dirty, shard.generation]),
+        keys
+          .shardsOf(counter.dataSource.getMetadata(entity).tablePath)
+          .flatMap((shard) => [shard.pending, shard.dirty, shard.generation]),
       ),
     );
     for (const increment of record.filter(({ script }) => script?.startsWith('nestjsCounterIncrement'))) {
@@ -392,7 +415,9 @@ describe.runIf(TOPOLOGIES.includes('cluster'))('hash slots of every command on a
     // then this one.
     expect(claimedRows).toBe(ARTICLES + REMARKS + CRASHED_ARTICLES + crashedRows + 2 + 1 + 2);
     expect(missingIds).toBe(1);
-    expect(rebuilt.filter(({ declaredSlot, key }) => declaredSlot < 0 || calculateSlot(key) !== declaredSlot)).toEqual([]);
+    expect(rebuilt.filter(({ declaredSlot, key }) => declaredSlot < 0 || calculateSlot(key) !== declaredSlot)).toEqual(
+      [],
+    );
   });
 
   it('is checked against a cluster that refuses declared keys of several slots, and keys of another node', async () => {

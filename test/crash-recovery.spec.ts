@@ -39,14 +39,19 @@ describe.each(TARGETS)('crash recovery on %s, %s', (database, topology) => {
       await crashing.counters.increment(Article, id, 'like_count', 10);
       await crashing.counters.increment(Article, id, 'view_count', 2);
     }
-    return { ids, start: new Map([...(await articleCounts(crashing.dataSource, ids))].map(([id, c]) => [id, c.likes])) };
+    return {
+      ids,
+      start: new Map([...(await articleCounts(crashing.dataSource, ids))].map(([id, c]) => [id, c.likes])),
+    };
   }
 
   async function expectExact(ids: number[], start: Map<number, number>) {
     const counts = await articleCounts(survivor.dataSource, ids);
     expect(ids.map((id) => counts.get(id))).toEqual(ids.map((id) => ({ likes: start.get(id)! + 10, views: 2 })));
     const live = await survivor.counters.getMany(Article, ids);
-    expect(ids.map((id) => live.get(id))).toEqual(ids.map((id) => ({ like_count: start.get(id)! + 10, view_count: 2 })));
+    expect(ids.map((id) => live.get(id))).toEqual(
+      ids.map((id) => ({ like_count: start.get(id)! + 10, view_count: 2 })),
+    );
     expect(await keysEndingWith(redis, prefix, ':batch')).toEqual([]);
   }
 
@@ -56,7 +61,10 @@ describe.each(TARGETS)('crash recovery on %s, %s', (database, topology) => {
     while (Date.now() < deadline) {
       const report = await app.counters.flush();
       expect(report.error).toBeUndefined();
-      total = { batches: total.batches + report.batches, recoveredBatches: total.recoveredBatches + report.recoveredBatches };
+      total = {
+        batches: total.batches + report.batches,
+        recoveredBatches: total.recoveredBatches + report.recoveredBatches,
+      };
       if (report.busyShards === 0 && (await keysEndingWith(redis, prefix, ':batch')).length === 0) return total;
       await new Promise((resolve) => setTimeout(resolve, LEASE_MS / 4));
     }
@@ -76,7 +84,7 @@ describe.each(TARGETS)('crash recovery on %s, %s', (database, topology) => {
     // Claimed but not written: the database still has the start values, the live values are intact.
     const unwritten = await articleCounts(survivor.dataSource, ids);
     expect(ids.map((id) => unwritten.get(id)!.likes)).toEqual(ids.map((id) => start.get(id)));
-    expect((await survivor.counters.get(Article, ids[0], 'like_count'))).toBe(start.get(ids[0])! + 10);
+    expect(await survivor.counters.get(Article, ids[0], 'like_count')).toBe(start.get(ids[0])! + 10);
 
     const done = await flushUntilDone(survivor);
     expect(done.recoveredBatches).toBeGreaterThanOrEqual(1);

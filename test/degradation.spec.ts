@@ -124,7 +124,10 @@ describe.each(DATABASES)('degradation on %s', (databaseName) => {
   afterEach(() => vi.restoreAllMocks());
 
   afterAll(async () => {
-    for (const step of teardown.reverse()) await Promise.resolve().then(step).catch(() => undefined);
+    for (const step of teardown.reverse())
+      await Promise.resolve()
+        .then(step)
+        .catch(() => undefined);
     if (observer?.isInitialized) await observer.destroy();
     await database?.drop();
     for (const prefix of prefixes) await deleteKeys(redis, prefix);
@@ -316,7 +319,12 @@ describe.each(DATABASES)('degradation on %s', (databaseName) => {
     // Batches of one row: a transaction holds one shard, so every shard would take a failed transaction.
     const app = await startApp(outage.options, { shards: 8, flushBatchSize: 1 });
     const keys = new CounterKeys(app.keyPrefix, 8);
-    const ids = await insertArticles(observer, Array.from({ length: 40 }, () => 0), 0, spreadIds(keys, 40));
+    const ids = await insertArticles(
+      observer,
+      Array.from({ length: 40 }, () => 0),
+      0,
+      spreadIds(keys, 40),
+    );
     for (const id of ids) await app.counters.increment(Article, id, 'like_count');
     expect(new Set(ids.map((id) => keys.shardOf(String(id)))).size).toBe(8);
 
@@ -431,9 +439,9 @@ describe.each(DATABASES.filter((name) => name !== 'sqlite'))('a silent database 
     expect(failed.batches).toBe(0);
     // It stopped at the timeout instead of waiting on every dirty shard in turn.
     expect(failed.failedShards).toBeLessThanOrEqual(app.app.get(CounterDatabase).transactionsAtOnce);
-    await expect(settles(app.counters.get(Article, unseeded, 'like_count'), 4 * DATABASE_TIMEOUT_MS)).rejects.toBeInstanceOf(
-      CounterDatabaseUnavailableError,
-    );
+    await expect(
+      settles(app.counters.get(Article, unseeded, 'like_count'), 4 * DATABASE_TIMEOUT_MS),
+    ).rejects.toBeInstanceOf(CounterDatabaseUnavailableError);
     // Seeded rows keep counting from Redis.
     expect(await app.counters.increment(Article, ids[0], 'like_count')).toBe(16);
     await settles(app.app.get(CounterFlushScheduler).beforeApplicationShutdown(), 4 * DATABASE_TIMEOUT_MS);

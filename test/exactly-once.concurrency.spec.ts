@@ -20,8 +20,15 @@ describe.each(TARGETS)('exactly-once under concurrency on %s, %s', (database, to
     const seed = testSeed();
     const random = seededRandom(seed);
     const { dataSource } = apps[0];
-    const articleIds = await insertArticles(dataSource, Array.from({ length: ROWS_PER_ENTITY }, (_, i) => i % 7));
-    const remarkIds = await insertRemarks(dataSource, Array.from({ length: ROWS_PER_ENTITY }, (_, i) => i % 5), prefix);
+    const articleIds = await insertArticles(
+      dataSource,
+      Array.from({ length: ROWS_PER_ENTITY }, (_, i) => i % 7),
+    );
+    const remarkIds = await insertRemarks(
+      dataSource,
+      Array.from({ length: ROWS_PER_ENTITY }, (_, i) => i % 5),
+      prefix,
+    );
     const startArticles = await articleCounts(dataSource, articleIds);
     const startRemarks = await remarkCounts(dataSource, remarkIds);
 
@@ -78,7 +85,10 @@ describe.each(TARGETS)('exactly-once under concurrency on %s, %s', (database, to
     for (const app of apps) reports.push(await app.counters.flush());
 
     const failed = reports.filter((report) => report.error);
-    expect(failed.map((report) => report.error?.message), `seed ${seed}`).toEqual([]);
+    expect(
+      failed.map((report) => report.error?.message),
+      `seed ${seed}`,
+    ).toEqual([]);
     expect(acknowledged + refused).toBe(OPERATIONS);
 
     const finalArticles = await articleCounts(dataSource, articleIds);
@@ -86,8 +96,10 @@ describe.each(TARGETS)('exactly-once under concurrency on %s, %s', (database, to
     const wrong: string[] = [];
     for (const id of articleIds) {
       const row = finalArticles.get(id)!;
-      if (row.likes !== expectedLikes.get(id)) wrong.push(`article ${id} likes ${row.likes} != ${expectedLikes.get(id)}`);
-      if (row.views !== expectedViews.get(id)) wrong.push(`article ${id} views ${row.views} != ${expectedViews.get(id)}`);
+      if (row.likes !== expectedLikes.get(id))
+        wrong.push(`article ${id} likes ${row.likes} != ${expectedLikes.get(id)}`);
+      if (row.views !== expectedViews.get(id))
+        wrong.push(`article ${id} views ${row.views} != ${expectedViews.get(id)}`);
     }
     for (const id of remarkIds) {
       if (finalRemarks.get(id) !== expectedReplies.get(id)) {

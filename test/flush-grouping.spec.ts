@@ -36,8 +36,17 @@ describe.each(DATABASES)('batches of several shards in one transaction on %s', (
   /** 12 articles and 8 remarks, each changed: every shard of both entities has rows to write. */
   async function dirtyRows(app: CounterApp = counter) {
     const { counters, dataSource } = app;
-    const articleIds = await insertArticles(dataSource, Array.from({ length: 12 }, (_, i) => i), 0, spreadIds(keys, 12));
-    const remarkIds = await insertRemarks(dataSource, Array.from({ length: 8 }, (_, i) => 100 + i), `${prefix}-${Date.now()}`);
+    const articleIds = await insertArticles(
+      dataSource,
+      Array.from({ length: 12 }, (_, i) => i),
+      0,
+      spreadIds(keys, 12),
+    );
+    const remarkIds = await insertRemarks(
+      dataSource,
+      Array.from({ length: 8 }, (_, i) => 100 + i),
+      `${prefix}-${Date.now()}`,
+    );
     for (const [i, id] of articleIds.entries()) await counters.increment(Article, id, 'like_count', i + 1);
     for (const id of articleIds.slice(0, 5)) await counters.increment(Article, id, 'view_count', 7);
     for (const id of remarkIds) await counters.increment(Remark, id, 'reply_count', 3);
@@ -179,7 +188,9 @@ describe.each(DATABASES)('batches of several shards in one transaction on %s', (
     // The batch written elsewhere is acknowledged, not written again; every other one is written once.
     expect(report.batches).toBe(2 * SHARDS - 1);
     expect(report.rows).toBe(20 - writtenElsewhere!.rows.ids.length);
-    const aloneAfterwards = apply.mock.calls.filter(([batches]) => batches.length === 1 && batches[0] !== writtenElsewhere);
+    const aloneAfterwards = apply.mock.calls.filter(
+      ([batches]) => batches.length === 1 && batches[0] !== writtenElsewhere,
+    );
     expect(aloneAfterwards.length).toBeGreaterThan(0);
     expect(await ledgerRows()).toBe(ledgerBefore + 2 * SHARDS);
     await expectExact(articleIds, remarkIds);
@@ -197,7 +208,12 @@ describe.each(DATABASES)('a stopped flush on %s', (database) => {
   it('releases the lease of a shard waiting for its next batch', async () => {
     const { counters, dataSource, app } = suite.counter;
     const keys = new CounterKeys(prefix, 2);
-    const ids = await insertArticles(dataSource, Array.from({ length: 12 }, () => 0), 0, spreadIds(keys, 12));
+    const ids = await insertArticles(
+      dataSource,
+      Array.from({ length: 12 }, () => 0),
+      0,
+      spreadIds(keys, 12),
+    );
     for (const id of ids) await counters.increment(Article, id, 'like_count', 2);
     const table = dataSource.getMetadata(Article).tablePath;
     const rowsOfShard = [0, 1].map((shard) => ids.filter((id) => keys.shardOf(String(id)) === shard).length);
@@ -235,7 +251,10 @@ describe.each(DATABASES)('claims of a shard larger than a batch on %s', (databas
 
   it('writes its rows oldest first, a batch at a time, each change once', async () => {
     const { counters, dataSource, app } = suite.counter;
-    const ids = await insertArticles(dataSource, Array.from({ length: 7 }, () => 0));
+    const ids = await insertArticles(
+      dataSource,
+      Array.from({ length: 7 }, () => 0),
+    );
     // Each row becomes dirty a few ms after the one before (the dirty set orders rows by that time);
     // later changes of a row do not move it back.
     const order = [ids[4], ids[0], ids[6], ids[2], ids[5], ids[1], ids[3]];
@@ -267,7 +286,12 @@ describe.each(DATABASES)('a transaction of rows with ids far apart on %s', (data
     ['far apart, negative ones among them', [2_147_483_000, -2_147_483_000, 7, -1, 1_000_000_000, 1]],
   ])('writes each row its own deltas, ids %s', async (_, ids) => {
     const { counters, dataSource } = suite.counter;
-    await insertArticles(dataSource, ids.map(() => 0), 0, ids);
+    await insertArticles(
+      dataSource,
+      ids.map(() => 0),
+      0,
+      ids,
+    );
     for (const [i, id] of ids.entries()) {
       await counters.increment(Article, id, 'like_count', i + 1);
       await counters.increment(Article, id, 'view_count', 10 * (i + 1));

@@ -55,7 +55,9 @@ describe.each(DATABASES)('flush housekeeping on %s', (databaseName) => {
     const table = counter.dataSource.getMetadata(Article).tablePath;
     const rowKey = keys.shard(table, keys.shardOf(String(ids[1]))).row(String(ids[1]));
     expect(await redis.exists(rowKey)).toBe(0);
-    await expect(counter.counters.increment(Article, ids[1], 'like_count')).rejects.toBeInstanceOf(CounterRowNotFoundError);
+    await expect(counter.counters.increment(Article, ids[1], 'like_count')).rejects.toBeInstanceOf(
+      CounterRowNotFoundError,
+    );
     expect(await redis.exists(rowKey)).toBe(0);
     const encodedRemark = encodeURIComponent(remarks[1]);
     const remarkTable = counter.dataSource.getMetadata(Remark).tablePath;
@@ -95,7 +97,12 @@ describe.each(DATABASES)('flush housekeeping on %s', (databaseName) => {
     const logged = vi.spyOn(logger, 'error').mockImplementation(() => undefined);
     const timer = setInterval(() => scheduler.tick(), 20);
     try {
-      await expect.poll(async () => (await articleCounts(counter.dataSource, [id])).get(id)?.likes, { timeout: 10_000, interval: 50 }).toBe(3);
+      await expect
+        .poll(async () => (await articleCounts(counter.dataSource, [id])).get(id)?.likes, {
+          timeout: 10_000,
+          interval: 50,
+        })
+        .toBe(3);
     } finally {
       clearInterval(timer);
       await schedulerIdle(scheduler);

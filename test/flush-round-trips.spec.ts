@@ -63,11 +63,17 @@ describe.each(TOPOLOGIES)('round trips of a flush on a %s', (topology) => {
     expect(trips.flatMap(({ scripts }) => scripts)).toEqual(Array(calls).fill('nestjsCounterStatus'));
     const named = roundTrips.trips.flatMap((trip) => trip.keys);
     expect(named.flat().sort()).toEqual(shards.flatMap((shard) => [shard.dirty, shard.batch, shard.generation]).sort());
-    if (topology === 'cluster') for (const callKeys of named) expect(new Set(callKeys.map((key) => calculateSlot(key))).size).toBe(1);
+    if (topology === 'cluster')
+      for (const callKeys of named) expect(new Set(callKeys.map((key) => calculateSlot(key))).size).toBe(1);
   });
 
   it("claims the shards in one round trip per node, and acknowledges each transaction's in one per node", async () => {
-    const ids = await insertArticles(counter.dataSource, Array.from({ length: 4 * SHARDS }, () => 10), 0, spreadIds(keys, 4 * SHARDS));
+    const ids = await insertArticles(
+      counter.dataSource,
+      Array.from({ length: 4 * SHARDS }, () => 10),
+      0,
+      spreadIds(keys, 4 * SHARDS),
+    );
     for (const [i, id] of ids.entries()) await counter.counters.increment(Article, id, 'like_count', i + 1);
     const apply = vi.spyOn(counter.app.get(CounterDatabase), 'applyBatches');
     roundTrips.reset();
@@ -82,10 +88,18 @@ describe.each(TOPOLOGIES)('round trips of a flush on a %s', (topology) => {
     const count = (script: string) => trips.flatMap(({ scripts }) => scripts).filter((name) => name === script).length;
     // Each round trip carries one kind of call: backlog, claims or acks.
     expect(trips.filter(({ scripts }) => new Set(scripts).size !== 1)).toEqual([]);
-    expect(phase('nestjsCounterStatus').map(({ node }) => node).sort()).toEqual(await nodesOf(ENTITIES as Array<typeof Article>, allShards));
+    expect(
+      phase('nestjsCounterStatus')
+        .map(({ node }) => node)
+        .sort(),
+    ).toEqual(await nodesOf(ENTITIES as Array<typeof Article>, allShards));
     // The workers claim in the same turn: every claim in one round trip per node.
     expect(count('nestjsCounterClaim')).toBe(SHARDS);
-    expect(phase('nestjsCounterClaim').map(({ node }) => node).sort()).toEqual(await nodesOf([Article], allShards));
+    expect(
+      phase('nestjsCounterClaim')
+        .map(({ node }) => node)
+        .sort(),
+    ).toEqual(await nodesOf([Article], allShards));
     // A transaction's acks together: at most one round trip per transaction and node of its shards.
     const transactions = apply.mock.calls.map(([batches]) => batches);
     const shardsOf = (batches: DeltaBatch[]) => batches.map((batch) => batch.shard);
@@ -97,7 +111,9 @@ describe.each(TOPOLOGIES)('round trips of a flush on a %s', (topology) => {
     expect(count('nestjsCounterAck')).toBe(SHARDS);
     expect(phase('nestjsCounterAck').length).toBeLessThanOrEqual(ackBound);
     if (topology === 'standalone') expect(phase('nestjsCounterAck').length).toBeLessThan(SHARDS);
-    expect(trips).toHaveLength(phase('nestjsCounterStatus').length + phase('nestjsCounterClaim').length + phase('nestjsCounterAck').length);
+    expect(trips).toHaveLength(
+      phase('nestjsCounterStatus').length + phase('nestjsCounterClaim').length + phase('nestjsCounterAck').length,
+    );
   });
 });
 
@@ -105,13 +121,22 @@ describe.each(TOPOLOGIES)('round trips of a flush on a %s', (topology) => {
 // claims reach Redis together, one round trip where there would be two.
 describe('round trips of a flush of one shard per transaction', () => {
   // Three workers (one transaction at a time), each transaction one shard's batch of one row.
-  const suite = useRoundTripSuite('standalone', 'flush-ack-claim', { shards: SHARDS, flushBatchSize: 1, flushConcurrency: 1 });
+  const suite = useRoundTripSuite('standalone', 'flush-ack-claim', {
+    shards: SHARDS,
+    flushBatchSize: 1,
+    flushConcurrency: 1,
+  });
   const { prefix, client } = suite;
   const keys = new CounterKeys(prefix, SHARDS);
 
   it("sends a transaction's acks with its worker's next claims", async () => {
     const { counter, roundTrips } = suite;
-    const ids = await insertArticles(counter.dataSource, Array.from({ length: SHARDS }, () => 10), 0, spreadIds(keys, SHARDS));
+    const ids = await insertArticles(
+      counter.dataSource,
+      Array.from({ length: SHARDS }, () => 10),
+      0,
+      spreadIds(keys, SHARDS),
+    );
     expect(new Set(ids.map((id) => keys.shardOf(String(id)))).size).toBe(SHARDS);
     for (const [i, id] of ids.entries()) await counter.counters.increment(Article, id, 'like_count', i + 1);
     roundTrips.reset();
@@ -140,15 +165,31 @@ describe('round trips of a flush of one shard per transaction', () => {
   // Redis runs them while it runs (with better-sqlite3 a transaction holds the thread until it ends).
   it('sends the acks of a transaction before the next transaction starts', async () => {
     const { counter, roundTrips } = suite;
-    const ids = await insertArticles(counter.dataSource, Array.from({ length: SHARDS }, () => 0), 0, spreadIds(keys, SHARDS));
+    const ids = await insertArticles(
+      counter.dataSource,
+      Array.from({ length: SHARDS }, () => 0),
+      0,
+      spreadIds(keys, SHARDS),
+    );
     for (const id of ids) await counter.counters.increment(Article, id, 'like_count', 1);
-    const database = counter.app.get(CounterDatabase) as unknown as { applyBatchesNow(batches: DeltaBatch[]): Promise<unknown> };
+    const database = counter.app.get(CounterDatabase) as unknown as {
+      applyBatchesNow(batches: DeltaBatch[]): Promise<unknown>;
+    };
     const scripts = scriptsBySha(client);
     const acksSent = () =>
-      roundTrips.trips.flatMap((trip) => trip.commands.map((name, index) => name === 'evalsha' && scripts.get(trip.args[index][0]) === 'nestjsCounterAck')).filter(Boolean).length;
+      roundTrips.trips
+        .flatMap((trip) =>
+          trip.commands.map(
+            (name, index) => name === 'evalsha' && scripts.get(trip.args[index][0]) === 'nestjsCounterAck',
+          ),
+        )
+        .filter(Boolean).length;
     const acksAtStart: number[] = [];
     const start = database.applyBatchesNow;
-    const spy = vi.spyOn(database, 'applyBatchesNow').mockImplementation(function (this: unknown, batches: DeltaBatch[]) {
+    const spy = vi.spyOn(database, 'applyBatchesNow').mockImplementation(function (
+      this: unknown,
+      batches: DeltaBatch[],
+    ) {
       acksAtStart.push(acksSent());
       return start.call(this, batches);
     });

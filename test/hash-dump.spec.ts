@@ -21,14 +21,49 @@ function readDump(payload: Buffer): Record<string, string> {
  * bits anywhere, not canonical).
  */
 const VALUES = [
-  '0', '1', '-1', '63', '64', '127', '128', '-128', '-129', '4095', '-4096', '4096', '32767', '-32768',
-  '32768', '8388607', '-8388608', '8388608', '2147483647', '-2147483648', '2147483648', '-2147483649',
-  '9007199254740991', '-9007199254740991', '100000000000000', '9223372036854775807', '-9223372036854775808',
-  '18446744073709551616', '007', '+5', '1.5', ' 3',
+  '0',
+  '1',
+  '-1',
+  '63',
+  '64',
+  '127',
+  '128',
+  '-128',
+  '-129',
+  '4095',
+  '-4096',
+  '4096',
+  '32767',
+  '-32768',
+  '32768',
+  '8388607',
+  '-8388608',
+  '8388608',
+  '2147483647',
+  '-2147483648',
+  '2147483648',
+  '-2147483649',
+  '9007199254740991',
+  '-9007199254740991',
+  '100000000000000',
+  '9223372036854775807',
+  '-9223372036854775808',
+  '18446744073709551616',
+  '007',
+  '+5',
+  '1.5',
+  ' 3',
 ];
 
 /** Field names: short, exactly 20 and 21 bytes (LZF starts above 20), long and repetitive, not ASCII. */
-const FIELDS = ['1 like_count', `${'9'.repeat(8)} view_count`, `${'4'.repeat(9)} view_count`, `${'ab'.repeat(25)} c`, 'é%20x ünïcode_count', '#id'];
+const FIELDS = [
+  '1 like_count',
+  `${'9'.repeat(8)} view_count`,
+  `${'4'.repeat(9)} view_count`,
+  `${'ab'.repeat(25)} c`,
+  'é%20x ünïcode_count',
+  '#id',
+];
 
 function hashOf(values: string[]): Record<string, string> {
   const hash: Record<string, string> = {};
@@ -93,7 +128,11 @@ describe('reading a hash from its DUMP payload', () => {
     await roundTrip(redis, `${prefix}:tiny`, { '1 like_count': '5' }, 'listpack');
     // A 64-bit integer beyond 2^53 (kept as text) as the hash's first value, near the listpack's start.
     await roundTrip(redis, `${prefix}:wide-first`, { a: '9223372036854775807', b: '-9007199254740993' }, 'listpack');
-    const long = { ...hashOf(VALUES), ['x'.repeat(100)]: 'y'.repeat(200), [`z${'0123456789'.repeat(500)}`]: 'q'.repeat(5_000) };
+    const long = {
+      ...hashOf(VALUES),
+      ['x'.repeat(100)]: 'y'.repeat(200),
+      [`z${'0123456789'.repeat(500)}`]: 'q'.repeat(5_000),
+    };
     await roundTrip(roomyClient, `${prefix}:roomy`, long, 'listpack');
     await roundTrip(uncompressedClient, `${prefix}:small`, hashOf(VALUES), 'listpack');
   });
@@ -202,12 +241,21 @@ describe("a claimed batch's rows", () => {
     // 'x_a' and 'y_Z' fall in one slot of the name table ((3 × 31 + 7 × byte 0 + last byte) mod 256), so
     // they are compared one by one; 'lime_count' is not 'like_count', though both begin and end alike.
     const names = ['x_a', 'y_Z', 'like_count', 'é_count'];
-    await redis.hset(key, { '1 x_a': '1', '1 y_Z': '2', '2 like_count': '3', '2 lime_count': '4', '3 é_count': '5', '3 y_a': '6' });
+    await redis.hset(key, {
+      '1 x_a': '1',
+      '1 y_Z': '2',
+      '2 like_count': '3',
+      '2 lime_count': '4',
+      '3 é_count': '5',
+      '3 y_a': '6',
+    });
     try {
       for (const numericIds of [true, false]) {
         const { rows, unknown } = batchRowsOf({ payload: await redis.dumpBuffer(key) }, names, numericIds);
         const id = (n: number) => (numericIds ? n : String(n));
-        const byKey = new Map(rows.encodedIds.map((encodedId, row) => [encodedId, rows.deltas.slice(row * 4, row * 4 + 4)]));
+        const byKey = new Map(
+          rows.encodedIds.map((encodedId, row) => [encodedId, rows.deltas.slice(row * 4, row * 4 + 4)]),
+        );
         expect(byKey).toEqual(
           new Map<string | number, number[]>([
             [id(1), [1, 2, 0, 0]],
@@ -216,7 +264,12 @@ describe("a claimed batch's rows", () => {
           ]),
         );
         // Pairs in the hash's order, which is Redis's: compared as a map.
-        expect(new Map([[unknown[0], unknown[1]], [unknown[2], unknown[3]]])).toEqual(
+        expect(
+          new Map([
+            [unknown[0], unknown[1]],
+            [unknown[2], unknown[3]],
+          ]),
+        ).toEqual(
           new Map([
             ['2 lime_count', '4'],
             ['3 y_a', '6'],
@@ -233,7 +286,9 @@ describe("a claimed batch's rows", () => {
     // 100 fields: a listpack, whose field count the reader does not know (nor HGETALL's), so the index of
     // rows by id starts small and grows several times. Ids of 15 digits (the most read as numbers),
     // negative ones, and ids alike in their low 32 bits.
-    const ids = Array.from({ length: 100 }, (_, i) => (i % 3 === 0 ? -i : i % 3 === 1 ? i * 4_294_967_296 + 5 : 999_999_999_999_999 - i));
+    const ids = Array.from({ length: 100 }, (_, i) =>
+      i % 3 === 0 ? -i : i % 3 === 1 ? i * 4_294_967_296 + 5 : 999_999_999_999_999 - i,
+    );
     await redis.hset(key, Object.fromEntries(ids.map((id, i) => [`${id} like_count`, String(i + 1)])));
     try {
       expect(await redis.object('ENCODING', key)).toBe('listpack');
@@ -260,7 +315,11 @@ describe("a claimed batch's rows", () => {
       const claimedRows = (payload: Buffer) =>
         (
           store as unknown as {
-            claimedRows(s: typeof shard, p: Buffer, r: { counters: string[]; numericIds: boolean }): Promise<ReturnType<typeof batchRowsOf>>;
+            claimedRows(
+              s: typeof shard,
+              p: Buffer,
+              r: { counters: string[]; numericIds: boolean },
+            ): Promise<ReturnType<typeof batchRowsOf>>;
           }
         ).claimedRows(shard, payload, { counters, numericIds: false });
       const first = await claimedRows(unreadable);
@@ -290,13 +349,28 @@ describe("a claimed batch's rows", () => {
       await redis.zadd(shard.dirty, 1, '7', 2, '%C3%A9', 3, '12');
       await redis.set(shard.generation, '0');
       const store = new CounterStore(client, 1000, 60);
-      const claim = await store.claim(shard, { counters, token: 'token', leaseMs: 10_000, batchId: 'b-2', limit: 1000, numericIds: false });
-      expect(claim).toMatchObject({ kind: 'batch', recovered: false, batchId: 'b-2', moreRows: 0, unknown: ['7 share_count', '3'] });
+      const claim = await store.claim(shard, {
+        counters,
+        token: 'token',
+        leaseMs: 10_000,
+        batchId: 'b-2',
+        limit: 1000,
+        numericIds: false,
+      });
+      expect(claim).toMatchObject({
+        kind: 'batch',
+        recovered: false,
+        batchId: 'b-2',
+        moreRows: 0,
+        unknown: ['7 share_count', '3'],
+      });
       if (claim.kind !== 'batch') throw new Error('no batch');
       expect(byId(claim)).toEqual({ '7': [5, -2, 0], '%C3%A9': [9007199254740991, 0, 2147483648], '12': [-1, 0, 0] });
       expect(warn).toHaveBeenCalledTimes(1);
       expect(String(warn.mock.calls[0][0])).toContain('Redis refused DUMP in the claim script');
-      await redis.del(...Object.values(shard).filter((key): key is string => typeof key === 'string' && key.startsWith(prefix)));
+      await redis.del(
+        ...Object.values(shard).filter((key): key is string => typeof key === 'string' && key.startsWith(prefix)),
+      );
     } finally {
       warn.mockRestore();
       client.disconnect();

@@ -27,7 +27,12 @@ describe.each(TOPOLOGIES)('increments batched per turn of the event loop on %s',
 
   beforeAll(async () => {
     database = await createTestDatabase(DATABASES[0]);
-    counter = await startCounterApp({ database: database.options, keyPrefix: prefix, redis: client, counter: { shards: SHARDS } });
+    counter = await startCounterApp({
+      database: database.options,
+      keyPrefix: prefix,
+      redis: client,
+      counter: { shards: SHARDS },
+    });
     scripts = scriptsBySha(client);
     untap = tapCommands(client, (command) => sent.push(command));
   });
@@ -79,16 +84,9 @@ describe.each(TOPOLOGIES)('increments batched per turn of the event loop on %s',
       counter.counters.decrement(Article, first.id, 'like_count', 5), // 1 - 5 < min 0: refused
       counter.counters.increment(Article, first.id, 'like_count', 0),
     ]);
-    expect(outcomes.map((outcome) => (outcome.status === 'fulfilled' ? outcome.value : outcome.reason.constructor))).toEqual([
-      CounterOutOfRangeError,
-      2,
-      5,
-      1,
-      14,
-      0,
-      CounterOutOfRangeError,
-      1,
-    ]);
+    expect(
+      outcomes.map((outcome) => (outcome.status === 'fulfilled' ? outcome.value : outcome.reason.constructor)),
+    ).toEqual([CounterOutOfRangeError, 2, 5, 1, 14, 0, CounterOutOfRangeError, 1]);
     expect((outcomes[6] as PromiseRejectedResult).reason.message).toContain('like_count');
 
     // One call per slot touched: on a single Redis one for all eight changes.
@@ -125,12 +123,9 @@ describe.each(TOPOLOGIES)('increments batched per turn of the event loop on %s',
       counter.counters.increment(Article, nearMax.id, 'view_count'),
       counter.counters.increment(Article, unseeded.id, 'like_count', 3), // loaded from the database, then applied
     ]);
-    expect(outcomes.map((outcome) => (outcome.status === 'fulfilled' ? outcome.value : outcome.reason.constructor))).toEqual([
-      CounterOutOfRangeError,
-      7,
-      MAX,
-      5,
-    ]);
+    expect(
+      outcomes.map((outcome) => (outcome.status === 'fulfilled' ? outcome.value : outcome.reason.constructor)),
+    ).toEqual([CounterOutOfRangeError, 7, MAX, 5]);
     expect((outcomes[0] as PromiseRejectedResult).reason.message).toContain('Article.like_count is 0');
     if (topology === 'standalone') {
       expect(incrementCalls(from).map(({ script, keys, changes }) => [script, keys.length, changes])).toEqual([
@@ -141,19 +136,26 @@ describe.each(TOPOLOGIES)('increments batched per turn of the event loop on %s',
     // The applied changes wait in their shards' pending hashes, their rows in the dirty sets; the
     // refused one left nothing.
     const pendingOf = (id: number, name: string) => redis.hget(shardOf(id).pending, `${id} ${name}`);
-    expect(await Promise.all([pendingOf(atMin.id, 'like_count'), pendingOf(plain.id, 'like_count'), pendingOf(nearMax.id, 'view_count'), pendingOf(unseeded.id, 'like_count')])).toEqual([
-      null,
-      '2',
-      '1',
-      '3',
-    ]);
+    expect(
+      await Promise.all([
+        pendingOf(atMin.id, 'like_count'),
+        pendingOf(plain.id, 'like_count'),
+        pendingOf(nearMax.id, 'view_count'),
+        pendingOf(unseeded.id, 'like_count'),
+      ]),
+    ).toEqual([null, '2', '1', '3']);
     const dirtyScore = (id: number) => redis.zscore(shardOf(id).dirty, String(id));
     expect(await dirtyScore(atMin.id)).toBeNull();
     const firstDirty = await Promise.all([plain, nearMax, unseeded].map((article) => dirtyScore(article.id)));
     expect(firstDirty.every((score) => score !== null)).toBe(true);
     // A second lone change of the same counter neither marks the row again nor moves its time.
-    await Promise.all([counter.counters.increment(Article, plain.id, 'like_count'), counter.counters.decrement(Article, nearMax.id, 'view_count')]);
-    expect(await Promise.all([plain, nearMax].map((article) => dirtyScore(article.id)))).toEqual(firstDirty.slice(0, 2));
+    await Promise.all([
+      counter.counters.increment(Article, plain.id, 'like_count'),
+      counter.counters.decrement(Article, nearMax.id, 'view_count'),
+    ]);
+    expect(await Promise.all([plain, nearMax].map((article) => dirtyScore(article.id)))).toEqual(
+      firstDirty.slice(0, 2),
+    );
     expect(await pendingOf(plain.id, 'like_count')).toBe('3');
     expect(await pendingOf(nearMax.id, 'view_count')).toBe('0');
 
@@ -173,7 +175,9 @@ describe.each(TOPOLOGIES)('increments batched per turn of the event loop on %s',
     await counter.counters.get(Article, article.id, 'like_count');
     const from = sent.length;
     const n = 2 * MAX_CHANGES_PER_CALL + 7;
-    const values = await Promise.all(Array.from({ length: n }, () => counter.counters.increment(Article, article.id, 'like_count')));
+    const values = await Promise.all(
+      Array.from({ length: n }, () => counter.counters.increment(Article, article.id, 'like_count')),
+    );
     expect([...values].sort((a, b) => a - b)).toEqual(Array.from({ length: n }, (_, i) => 101 + i));
     expect(incrementCalls(from).map((call) => call.changes)).toEqual([MAX_CHANGES_PER_CALL, MAX_CHANGES_PER_CALL, 7]);
     // A hot row's changes in one call are written with one HINCRBY: its shard's pending hash holds their sum.
@@ -181,12 +185,14 @@ describe.each(TOPOLOGIES)('increments batched per turn of the event loop on %s',
     expect(await counter.counters.get(Article, article.id, 'like_count')).toBe(100 + n);
   });
 
-  it('never leaves more than ten calls\' worth of changes waiting for a later turn', async () => {
+  it("never leaves more than ten calls' worth of changes waiting for a later turn", async () => {
     const article = await save(0, 0);
     await counter.counters.get(Article, article.id, 'like_count');
     const from = sent.length;
     const n = 15 * MAX_CHANGES_PER_CALL;
-    const values = await Promise.all(Array.from({ length: n }, () => counter.counters.increment(Article, article.id, 'like_count')));
+    const values = await Promise.all(
+      Array.from({ length: n }, () => counter.counters.increment(Article, article.id, 'like_count')),
+    );
     expect([...values].sort((a, b) => a - b)).toEqual(Array.from({ length: n }, (_, i) => i + 1));
     const calls = incrementCalls(from);
     expect(calls.map((call) => call.changes)).toEqual(Array(15).fill(MAX_CHANGES_PER_CALL));
@@ -216,15 +222,9 @@ describe.each(TOPOLOGIES)('increments batched per turn of the event loop on %s',
       counter.counters.decrement(Article, edge.id, 'view_count', 2 * 10 ** 14),
       counter.counters.increment(Article, unseeded.id, 'view_count', 4), // loaded from the database, then applied
     ]);
-    expect(outcomes.map((outcome) => (outcome.status === 'fulfilled' ? outcome.value : outcome.reason.constructor))).toEqual([
-      MAX - 3,
-      MAX,
-      CounterOutOfRangeError,
-      -MAX,
-      10 ** 14,
-      -(10 ** 14),
-      4,
-    ]);
+    expect(
+      outcomes.map((outcome) => (outcome.status === 'fulfilled' ? outcome.value : outcome.reason.constructor)),
+    ).toEqual([MAX - 3, MAX, CounterOutOfRangeError, -MAX, 10 ** 14, -(10 ** 14), 4]);
     expect((outcomes[2] as PromiseRejectedResult).reason.message).toContain(`Article.view_count is ${MAX}`);
     // The seven went out together (on a single Redis in one many-change call); the unseeded row's change
     // went again once its row was loaded.

@@ -30,8 +30,18 @@ describe('the shard of a row', () => {
   // Pinned: a release that moved rows to other shards would leave their unflushed changes where the
   // new one no longer looks when it loads a row.
   it('stays where it was', () => {
-    expect(['0', '99', '100', '1234', '-1', '-100', '12345678901234567890', 'user-1', '2a1b3c4d-0000-4000-8000-000000000001'].map(shardOf)).toEqual([
-      5, 5, 28, 42, 56, 43, 28, 52, 50,
-    ]);
+    expect(
+      [
+        '0',
+        '99',
+        '100',
+        '1234',
+        '-1',
+        '-100',
+        '12345678901234567890',
+        'user-1',
+        '2a1b3c4d-0000-4000-8000-000000000001',
+      ].map(shardOf),
+    ).toEqual([5, 5, 28, 42, 56, 43, 28, 52, 50]);
   });
 });

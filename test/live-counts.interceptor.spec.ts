@@ -198,7 +198,13 @@ describe.each(TARGETS)('live counts interceptor on %s, %s', (databaseName, topol
       entities.map((entity) =>
         entity instanceof Remark ? [entity.id, entity.replyCount] : [entity.id, entity.likeCount, entity.viewCount],
       );
-    const expected = [[ids[0], 100], [first.id, 4, 10], [ids[1], 205], [second.id, 2, 27], [ids[2], 300]];
+    const expected = [
+      [ids[0], 100],
+      [first.id, 4, 10],
+      [ids[1], 205],
+      [second.id, 2, 27],
+      [ids[2], 300],
+    ];
     // The first overlay seeds the two remarks never read; the second finds every row in Redis.
     expect(liveValues(await counter.counters.overlay(mixed()))).toEqual(expected);
     roundTrips.reset();
@@ -239,7 +245,14 @@ describe.each(TARGETS)('live counts interceptor on %s, %s', (databaseName, topol
     const empty = await get('/live/empty');
     expect(empty.body).toEqual([]);
     const plain = await get(`/live/plain/${article.id}`);
-    expect(plain.body).toEqual({ id: article.id, title: 'not an entity', likeCount: -1, viewCount: -2, tags: ['a', 'b'], at: 42 });
+    expect(plain.body).toEqual({
+      id: article.id,
+      title: 'not an entity',
+      likeCount: -1,
+      viewCount: -2,
+      tags: ['a', 'b'],
+      at: 42,
+    });
 
     expect(await traffic.seen(redis)).toEqual([]);
     expect(roundTrips.trips).toEqual([]);
@@ -267,14 +280,22 @@ describe.each(TARGETS)('live counts interceptor on %s, %s', (databaseName, topol
     page.sort((a, b) => a.id - b.id);
     // Seed every row, then change a few of them.
     await get('/live/page?title=bulk&page=1&size=100');
-    for (const [index, by] of [[0, 3], [41, 5], [99, 7]] as const) {
+    for (const [index, by] of [
+      [0, 3],
+      [41, 5],
+      [99, 7],
+    ] as const) {
       await counter.counters.increment(Article, page[index].id, 'like_count', by);
     }
     const keys = new CounterKeys(prefix, SHARDS);
-    const expectedShards = [...new Set(page.map((article) => keys.shardOf(encodeURIComponent(String(article.id)))))].sort();
+    const expectedShards = [
+      ...new Set(page.map((article) => keys.shardOf(encodeURIComponent(String(article.id))))),
+    ].sort();
     const tag = (shard: number) => keys.shard(articleTable(), shard).tag;
     const owner = await slotOwners(redis);
-    const expectedNodes = [...new Set(expectedShards.map((shard) => owner(keys.shard(articleTable(), shard).slot)))].sort();
+    const expectedNodes = [
+      ...new Set(expectedShards.map((shard) => owner(keys.shard(articleTable(), shard).slot))),
+    ].sort();
 
     await traffic.reset(redis);
     roundTrips.reset();
@@ -303,14 +324,20 @@ describe.each(TARGETS)('live counts interceptor on %s, %s', (databaseName, topol
       expect(declared).toHaveLength(1);
       return [...declared, ...readCallShards(argv).flatMap((shard) => [shard.generation, ...shard.rows])];
     });
-    const shardsPerCommand = keysPerCommand.map((keysOfCommand) => [...new Set(keysOfCommand.map(shardOfKey))].sort(byNumber));
+    const shardsPerCommand = keysPerCommand.map((keysOfCommand) =>
+      [...new Set(keysOfCommand.map(shardOfKey))].sort(byNumber),
+    );
     expect(shardsPerCommand.sort((a, b) => a[0] - b[0])).toEqual(perCommand);
     for (const keysOfCommand of keysPerCommand) {
       expect(keysOfCommand.every((key) => key.startsWith(`${tag(shardOfKey(key))}:`))).toBe(true);
     }
     // Every row of the page, once.
     const rowKeys = keysPerCommand.flat().filter((key) => key.includes(':r:'));
-    expect(rowKeys.sort()).toEqual(page.map((article) => keys.shard(articleTable(), keys.shardOf(String(article.id))).row(String(article.id))).sort());
+    expect(rowKeys.sort()).toEqual(
+      page
+        .map((article) => keys.shard(articleTable(), keys.shardOf(String(article.id))).row(String(article.id)))
+        .sort(),
+    );
     // And they went out in one round trip per node that serves a touched shard (a pipeline, or the call
     // alone when it is the only one), all at once on a single Redis.
     const { trips } = roundTrips;
@@ -355,9 +382,9 @@ describe.each(TARGETS)('live counts interceptor on %s, %s', (databaseName, topol
     expect(live(one.body as ArticleBody)).toEqual({ id: article.id, likeCount: 10, viewCount: expect.anything() });
     expect(Number((one.body as ArticleBody).viewCount)).toBe(100);
     const page = await request(downHttp).get('/live/page?title=down&page=1&size=10').expect(200);
-    expect((page.body.items as ArticleBody[]).map((item) => [item.id, item.likeCount, Number(item.viewCount)])).toEqual([
-      [article.id, 10, 100],
-    ]);
+    expect((page.body.items as ArticleBody[]).map((item) => [item.id, item.likeCount, Number(item.viewCount)])).toEqual(
+      [[article.id, 10, 100]],
+    );
     expect(page.body.total).toBe(1);
     const withRemarks = await request(downHttp).get(`/live/articles/${article.id}/remarks`).expect(200);
     expect((withRemarks.body as ArticleBody).likeCount).toBe(10);
@@ -386,7 +413,9 @@ describe.each(TARGETS)('live counts interceptor on %s, %s', (databaseName, topol
     expect((after.body as ArticleBody).likeCount).toBe(20);
     expect(Number((after.body as ArticleBody).viewCount)).toBe(200);
     // The change stays pending in Redis for a later flush; the database was not written behind its back.
-    expect(await redis.hget(shardOf(articleTable(), article.id, ownPrefix).pending, `${article.id} like_count`)).toBe('5');
+    expect(await redis.hget(shardOf(articleTable(), article.id, ownPrefix).pending, `${article.id} like_count`)).toBe(
+      '5',
+    );
     expect(await storedArticle(article.id)).toEqual({ likeCount: 20, viewCount: 200 });
   });
 });

@@ -28,8 +28,16 @@ describe('mergeBatches', () => {
     ['1,400 ids close together (a 32-bit key, radix sorted)', spreadIds(0), spreadIds(1)],
   ])('sorts %s and keeps each row its deltas and batch', (_, first, second) => {
     const merged = mergeBatches([
-      batch(first, [like, view], first.flatMap((_, r) => [r + 1, 10 * (r + 1)])),
-      batch(second, [like, view], second.flatMap((_, r) => [100 + r, 1000 + r])),
+      batch(
+        first,
+        [like, view],
+        first.flatMap((_, r) => [r + 1, 10 * (r + 1)]),
+      ),
+      batch(
+        second,
+        [like, view],
+        second.flatMap((_, r) => [100 + r, 1000 + r]),
+      ),
     ]);
     const expected = [
       ...first.map((id, r) => ({ id, deltas: [r + 1, 10 * (r + 1)], batch: 0 })),

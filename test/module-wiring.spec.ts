@@ -84,7 +84,12 @@ describe.each(DATABASES)('module wiring on %s', (databaseName) => {
       imports: [CounterModule.forRoot({ redis, keyPrefix: newPrefix('wiring-setup'), flushEnabled: false })],
     });
     await harness.close(app);
-    reader = await new DataSource({ ...database.options, entities: COUNTED, synchronize: false, logging: false }).initialize();
+    reader = await new DataSource({
+      ...database.options,
+      entities: COUNTED,
+      synchronize: false,
+      logging: false,
+    }).initialize();
     spare = newClient();
   });
 
@@ -156,7 +161,9 @@ describe.each(DATABASES)('module wiring on %s', (databaseName) => {
     const generations = [Article, Remark, Badge].flatMap((entity) =>
       keys.shardsOf(reader.getMetadata(entity).tablePath).map((each) => each.generation),
     );
-    expect((await scanKeys(redis, prefix)).sort()).toEqual([shard.dirty, shard.pending, shard.row(encoded), ...generations].sort());
+    expect((await scanKeys(redis, prefix)).sort()).toEqual(
+      [shard.dirty, shard.pending, shard.row(encoded), ...generations].sort(),
+    );
 
     const handle = app.get(CounterRedisHandle);
     expect(handle.owned).toBe(true);
@@ -185,7 +192,12 @@ describe.each(DATABASES)('module wiring on %s', (databaseName) => {
     ['a redis:// URL', () => REDIS_URL],
     ['ioredis options', () => ({ host: '127.0.0.1', port: Number(new URL(REDIS_URL).port || 6379) })],
   ])('closes the Redis client it created from %s', async (_, redisConnection) => {
-    const app = await startApp({ redis: redisConnection(), keyPrefix: newPrefix('wiring-owned'), shards: SHARDS, flushEnabled: false });
+    const app = await startApp({
+      redis: redisConnection(),
+      keyPrefix: newPrefix('wiring-owned'),
+      shards: SHARDS,
+      flushEnabled: false,
+    });
     const handle = app.get(CounterRedisHandle);
     const article = await insertArticle(0, 0);
     expect(await app.get(CounterService).increment(Article, article.id, 'view_count', 9)).toBe(9);
@@ -228,7 +240,13 @@ describe.each(DATABASES)('module wiring on %s', (databaseName) => {
 
   it('flushes on a schedule registered in SchedulerRegistry when flushEnabled is true', async () => {
     const app = await startApp(
-      { redis: newClient(), keyPrefix: newPrefix('wiring-cron'), shards: SHARDS, flushEnabled: true, flushIntervalMs: 200 },
+      {
+        redis: newClient(),
+        keyPrefix: newPrefix('wiring-cron'),
+        shards: SHARDS,
+        flushEnabled: true,
+        flushIntervalMs: 200,
+      },
       [ScheduleModule.forRoot()],
     );
     const schedulerRegistry = app.get(SchedulerRegistry);
@@ -258,9 +276,17 @@ describe.each(DATABASES)('module wiring on %s', (databaseName) => {
   describe('refuses an invalid @Counted() definition at bootstrap', () => {
     it.each([
       ['on a varchar column', VarcharCounter, ['VarcharCounter.score', 'integer column', "@Column('int')"]],
-      ['on a property that is not a column', NotAColumnCounter, ['NotAColumnCounter.ghostCount', 'not a column', "@Column('int')"]],
+      [
+        'on a property that is not a column',
+        NotAColumnCounter,
+        ['NotAColumnCounter.ghostCount', 'not a column', "@Column('int')"],
+      ],
       ['with two counters of one name', DuplicateCounter, ['DuplicateCounter', '"hits" twice']],
-      ['on an entity with a composite primary key', CompositeKeyCounter, ['CompositeKeyCounter', 'composite primary key of 2 columns', 'exactly one primary column']],
+      [
+        'on an entity with a composite primary key',
+        CompositeKeyCounter,
+        ['CompositeKeyCounter', 'composite primary key of 2 columns', 'exactly one primary column'],
+      ],
     ] as const)('%s', async (_, entity, fragments) => {
       const { error, ms } = await bootstrapError(() =>
         harness.start({
@@ -278,7 +304,12 @@ describe.each(DATABASES)('module wiring on %s', (databaseName) => {
 
   it("writes transactions of the database's default size, or of flushBatchSize where given", async () => {
     const byDefault = await startApp({ redis: spare, keyPrefix: newPrefix('wiring-batch'), flushEnabled: false });
-    const given = await startApp({ redis: spare, keyPrefix: newPrefix('wiring-batch'), flushEnabled: false, flushBatchSize: 7 });
+    const given = await startApp({
+      redis: spare,
+      keyPrefix: newPrefix('wiring-batch'),
+      flushEnabled: false,
+      flushBatchSize: 7,
+    });
     try {
       // SQLite runs one writer at a time, whatever a transaction's size: its transactions are larger.
       expect(byDefault.get(CounterDatabase).flushBatchSize).toBe(databaseName === 'sqlite' ? 8_000 : 1_000);
@@ -296,7 +327,9 @@ describe.each(DATABASES)('module wiring on %s', (databaseName) => {
           database: database.options,
           entities: ENTITIES,
           synchronize: false,
-          imports: [CounterModule.forRoot({ redis: spare, keyPrefix: newPrefix('wiring-ledger'), flushEnabled: false })],
+          imports: [
+            CounterModule.forRoot({ redis: spare, keyPrefix: newPrefix('wiring-ledger'), flushEnabled: false }),
+          ],
         }),
       );
       expect(error).toBeInstanceOf(CounterConfigurationError);
@@ -332,7 +365,12 @@ describe.each(DATABASES)('module wiring on %s', (databaseName) => {
             synchronize: false,
             imports: [
               CounterModule.forRootAsync({
-                useFactory: async () => ({ redis: spare, keyPrefix: newPrefix('wiring-option'), flushEnabled: false, ...option }),
+                useFactory: async () => ({
+                  redis: spare,
+                  keyPrefix: newPrefix('wiring-option'),
+                  flushEnabled: false,
+                  ...option,
+                }),
               }),
             ],
           }),

@@ -45,7 +45,10 @@ describe('the pending hash of a shard', () => {
 
   it('is a hash table when several changes sent together make it', async () => {
     const { counters, dataSource } = suite.counter;
-    const ids = await insertArticles(dataSource, Array.from({ length: 300 }, () => 0));
+    const ids = await insertArticles(
+      dataSource,
+      Array.from({ length: 300 }, () => 0),
+    );
     const keys = new CounterKeys(suite.prefix, COUNTER_DEFAULTS.shards);
     const table = dataSource.getMetadata(Article).tablePath;
     // Two rows of one shard that no change has touched yet (ids of one run of 100 share a shard).

@@ -76,7 +76,9 @@ describe.each(DATABASES)('a flusher deployed before a counter was added, on %s',
     expect((await articleCounts(newer.dataSource, [id])).get(id)).toEqual({ likes: 2, views: 6 });
 
     // Once the lease has expired the older instance recovers it: in the ledger, so acknowledged only.
-    await expect.poll(async () => (await older.counters.flush()).recoveredBatches, { timeout: 5_000, interval: 100 }).toBe(1);
+    await expect
+      .poll(async () => (await older.counters.flush()).recoveredBatches, { timeout: 5_000, interval: 100 })
+      .toBe(1);
     expect(await suite.redis.exists(shard().unknown)).toBe(0);
     expect((await newer.counters.flush()).batches).toBe(0);
     expect((await articleCounts(newer.dataSource, [id])).get(id)).toEqual({ likes: 2, views: 6 });

@@ -113,15 +113,23 @@ describe.each(DATABASES)('the sample app on %s', (databaseName) => {
     const before = (await request(http).get('/solutions/1').expect(200)).body as SolutionBody;
 
     // Five concurrent likes resolve with five consecutive values, each once (G2).
-    const likes = await Promise.all(Array.from({ length: 5 }, () => request(http).post('/solutions/1/like').expect(200)));
+    const likes = await Promise.all(
+      Array.from({ length: 5 }, () => request(http).post('/solutions/1/like').expect(200)),
+    );
     const values = likes.map((response) => (response.body as { like_count: number }).like_count).sort((a, b) => a - b);
     expect(values).toEqual([1, 2, 3, 4, 5].map((n) => before.likeCount + n));
-    expect((await request(http).delete('/solutions/1/like').expect(200)).body).toEqual({ id: 1, like_count: before.likeCount + 4 });
+    expect((await request(http).delete('/solutions/1/like').expect(200)).body).toEqual({
+      id: 1,
+      like_count: before.likeCount + 4,
+    });
 
     const after = (await request(http).get('/solutions/1').expect(200)).body as SolutionBody;
     expect(after).toMatchObject({ id: 1, likeCount: before.likeCount + 4, viewCount: before.viewCount + 1 });
 
-    const problem = (await request(http).get('/problems/1').expect(200)).body as { submissionCount: number; passedCount: number };
+    const problem = (await request(http).get('/problems/1').expect(200)).body as {
+      submissionCount: number;
+      passedCount: number;
+    };
     const submitted = await request(http).post('/problems/1/submissions').send({ passed: true }).expect(201);
     expect(submitted.body).toEqual({
       problemId: 1,
@@ -134,35 +142,57 @@ describe.each(DATABASES)('the sample app on %s', (databaseName) => {
     expect((await request(http).get('/health/counters').expect(200)).body).toMatchObject({ pendingRows: 0 });
     const dataSource = app.get(DataSource);
     const [solution] = await dataSource.query('SELECT like_count, view_count FROM solutions WHERE id = 1');
-    expect([Number(solution.like_count), Number(solution.view_count)]).toEqual([before.likeCount + 4, before.viewCount + 1]);
+    expect([Number(solution.like_count), Number(solution.view_count)]).toEqual([
+      before.likeCount + 4,
+      before.viewCount + 1,
+    ]);
     const [row] = await dataSource.query('SELECT submission_count, passed_count FROM problems WHERE id = 1');
-    expect([Number(row.submission_count), Number(row.passed_count)]).toEqual([problem.submissionCount + 1, problem.passedCount + 1]);
+    expect([Number(row.submission_count), Number(row.passed_count)]).toEqual([
+      problem.submissionCount + 1,
+      problem.passedCount + 1,
+    ]);
   });
 
   it('refuses an unlike below zero with 409, and an unknown solution with 404', async () => {
-    const created = await request(http).post('/problems/1/solutions').send({ title: 'Brute force', content: 'Try every pair.' }).expect(201);
+    const created = await request(http)
+      .post('/problems/1/solutions')
+      .send({ title: 'Brute force', content: 'Try every pair.' })
+      .expect(201);
     const solution = created.body as SolutionBody;
     expect(solution.likeCount).toBe(0);
     await request(http).delete(`/solutions/${solution.id}/like`).expect(409);
     await request(http).post('/solutions/999999/like').expect(404);
-    expect((await request(http).get(`/solutions/${solution.id}`).expect(200)).body).toMatchObject({ likeCount: 0, viewCount: 1 });
+    expect((await request(http).get(`/solutions/${solution.id}`).expect(200)).body).toMatchObject({
+      likeCount: 0,
+      viewCount: 1,
+    });
   });
 });
 
 describe("the sample app's DATABASE_URL", () => {
   it('names a SQLite file, absolute or relative to the working directory, or a server', () => {
-    expect(databaseTarget('sqlite:///tmp/a%20b/judge.sqlite')).toMatchObject({ kind: 'sqlite', file: '/tmp/a b/judge.sqlite' });
-    expect(databaseTarget('sqlite:data/judge.sqlite')).toMatchObject({ kind: 'sqlite', file: join(process.cwd(), 'data/judge.sqlite') });
+    expect(databaseTarget('sqlite:///tmp/a%20b/judge.sqlite')).toMatchObject({
+      kind: 'sqlite',
+      file: '/tmp/a b/judge.sqlite',
+    });
+    expect(databaseTarget('sqlite:data/judge.sqlite')).toMatchObject({
+      kind: 'sqlite',
+      file: join(process.cwd(), 'data/judge.sqlite'),
+    });
     expect(databaseTarget('mysql://root@127.0.0.1:3306/judge')).toMatchObject({ kind: 'mariadb' });
     expect(databaseTarget('postgresql://u:secret@db:5432/judge')).toMatchObject({ kind: 'postgres' });
     // Two databases never share a key prefix; a password does not change it.
-    expect(databaseTarget('sqlite:///tmp/one.sqlite').identity).not.toBe(databaseTarget('sqlite:///tmp/two.sqlite').identity);
+    expect(databaseTarget('sqlite:///tmp/one.sqlite').identity).not.toBe(
+      databaseTarget('sqlite:///tmp/two.sqlite').identity,
+    );
     expect(databaseTarget('postgres://u:a@db/judge').identity).toBe(databaseTarget('postgres://u:b@db/judge').identity);
   });
 
   it('refuses what it cannot use, saying what it expects', () => {
     const expected = 'expected postgres://…, mysql://…, mariadb://… or sqlite:///path/to/file.sqlite';
-    expect(() => databaseTarget('sqlite://judge.sqlite')).toThrow(`DATABASE_URL "sqlite://judge.sqlite" names no SQLite file path (${expected}).`);
+    expect(() => databaseTarget('sqlite://judge.sqlite')).toThrow(
+      `DATABASE_URL "sqlite://judge.sqlite" names no SQLite file path (${expected}).`,
+    );
     expect(() => databaseTarget('mongodb://db/judge')).toThrow(`DATABASE_URL uses "mongodb:"; ${expected}.`);
     expect(() => databaseTarget('judge.sqlite')).toThrow(`DATABASE_URL is not a valid URL (${expected}).`);
   });

@@ -10,7 +10,8 @@ import { uniquePrefix } from './support/redis.js';
 import { articleCounts, insertArticles } from './support/rows.js';
 
 /** The names of the commands `traffic` has seen, lower case. */
-const commandNames = async (traffic: RedisTraffic, via: Redis) => (await traffic.seen(via)).map((args) => args[0].toLowerCase());
+const commandNames = async (traffic: RedisTraffic, via: Redis) =>
+  (await traffic.seen(via)).map((args) => args[0].toLowerCase());
 
 // Lua scripts are loaded once and then called by SHA: a script's body crosses the wire at most once
 // per server, however many calls follow. Redis only, so one database is enough.
@@ -76,7 +77,9 @@ describe('script loading', () => {
     // Lone changes, with bounds (like_count, min 0) and without (view_count), and one refused.
     expect(await counter.counters.increment(Article, id, 'like_count', 2)).toBe(10);
     expect(await counter.counters.increment(Article, id, 'view_count', 4)).toBe(12);
-    await expect(counter.counters.increment(Article, id, 'like_count', -11)).rejects.toBeInstanceOf(CounterOutOfRangeError);
+    await expect(counter.counters.increment(Article, id, 'like_count', -11)).rejects.toBeInstanceOf(
+      CounterOutOfRangeError,
+    );
     expect(await commandNames(traffic, observer)).toEqual(['evalsha', 'eval', 'evalsha', 'evalsha']);
 
     // Changes of one turn, sent together in one call of the other script.

@@ -78,7 +78,9 @@ describe.each(TARGETS)('seeding racing a flush on %s, %s', (database, topology) 
     expect((await articleCounts(reader.dataSource, [id])).get(id)!.likes).toBe(27);
     // The row expires (TTL 1 s) while its +7 is in flight: seeding 27 now would count it twice.
     await expect.poll(() => redis.exists(rowKey(id)), { timeout: 5_000, interval: 100 }).toBe(0);
-    await expect(reader.counters.increment(Article, id, 'like_count')).rejects.toBeInstanceOf(CounterSeedContentionError);
+    await expect(reader.counters.increment(Article, id, 'like_count')).rejects.toBeInstanceOf(
+      CounterSeedContentionError,
+    );
     await expect(reader.counters.get(Article, id, 'like_count')).rejects.toBeInstanceOf(CounterSeedContentionError);
     // A row the batch does not hold seeds as usual meanwhile.
     expect(await reader.counters.get(Article, other, 'like_count')).toBe(50);
@@ -113,7 +115,10 @@ describe.each(TARGETS)('seeding racing a flush on %s, %s', (database, topology) 
   it('stays exact while reads seed expiring rows during concurrent increments and flushes', async () => {
     const seed = testSeed();
     const random = seededRandom(seed);
-    const ids = await insertArticles(reader.dataSource, Array.from({ length: 40 }, (_, i) => i));
+    const ids = await insertArticles(
+      reader.dataSource,
+      Array.from({ length: 40 }, (_, i) => i),
+    );
     const expected = new Map(ids.map((id, i) => [id, i]));
     const deadline = Date.now() + 3_000;
     const apps = [reader, writer];
@@ -143,8 +148,14 @@ describe.each(TARGETS)('seeding racing a flush on %s, %s', (database, topology) 
     await Promise.all(loops);
     expect((await writer.counters.flush()).error).toBeUndefined();
     const stored = await articleCounts(reader.dataSource, ids);
-    expect(ids.map((id) => stored.get(id)!.likes), `seed ${seed}`).toEqual(ids.map((id) => expected.get(id)));
+    expect(
+      ids.map((id) => stored.get(id)!.likes),
+      `seed ${seed}`,
+    ).toEqual(ids.map((id) => expected.get(id)));
     const live = await reader.counters.getMany(Article, ids, ['like_count']);
-    expect(ids.map((id) => live.get(id)!.like_count), `seed ${seed}`).toEqual(ids.map((id) => expected.get(id)));
+    expect(
+      ids.map((id) => live.get(id)!.like_count),
+      `seed ${seed}`,
+    ).toEqual(ids.map((id) => expected.get(id)));
   });
 });

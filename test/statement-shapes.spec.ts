@@ -59,7 +59,9 @@ describe.each(DATABASES)('the batch UPDATE on %s', (database) => {
       expect(report.error).toBeUndefined();
       expect(report.rows).toBe(6);
       const counts = await articleCounts(counter.dataSource, ids);
-      expect(ids.map((id) => counts.get(id)!.likes)).toEqual([10, 20, 30, 40, 50, 60].map((start, i) => start + round * (i + 1)));
+      expect(ids.map((id) => counts.get(id)!.likes)).toEqual(
+        [10, 20, 30, 40, 50, 60].map((start, i) => start + round * (i + 1)),
+      );
     }
 
     const updates = sent.filter((sql) => /^(UPDATE|WITH)/.test(sql));
@@ -80,7 +82,12 @@ describe.each(DATABASES)('a nullable counter column on %s', (database) => {
   let counter: CounterApp;
   beforeAll(async () => {
     testDatabase = await createTestDatabase(database);
-    counter = await startCounterApp({ database: testDatabase.options, keyPrefix: prefix, entities: [Tally], counter: { shards: 2 } });
+    counter = await startCounterApp({
+      database: testDatabase.options,
+      keyPrefix: prefix,
+      entities: [Tally],
+      counter: { shards: 2 },
+    });
   });
   afterAll(async () => {
     await counter.close();
@@ -130,11 +137,15 @@ describe.runIf(DATABASES.includes('sqlite'))('the batch UPDATE on sqlite, batch 
 
   it('is one statement text per table, compiled once, and changes only the batch rows', async () => {
     const counter = suite.counter;
-    const connection = (counter.dataSource.driver as unknown as { databaseConnection: { prepare(sql: string): unknown } })
-      .databaseConnection;
+    const connection = (
+      counter.dataSource.driver as unknown as { databaseConnection: { prepare(sql: string): unknown } }
+    ).databaseConnection;
     const prepare = vi.spyOn(connection, 'prepare');
     const bystanders = await insertArticles(counter.dataSource, [5, 6]);
-    const ids = await insertArticles(counter.dataSource, Array.from({ length: 300 }, (_, i) => i));
+    const ids = await insertArticles(
+      counter.dataSource,
+      Array.from({ length: 300 }, (_, i) => i),
+    );
     for (const round of [1, 2, 3]) {
       // 300 rows, then 1, then 300 again: statements of 256 rows, the last of each batch padded.
       const changed = round === 2 ? ids.slice(0, 1) : ids;
@@ -144,7 +155,9 @@ describe.runIf(DATABASES.includes('sqlite'))('the batch UPDATE on sqlite, batch 
       expect(report.rows).toBe(changed.length);
     }
     const counts = await articleCounts(counter.dataSource, [...ids, ...bystanders]);
-    expect(ids.map((id) => counts.get(id)!.likes)).toEqual(ids.map((_, i) => i + (i + 1) + (i + 3) + (i === 0 ? 2 : 0)));
+    expect(ids.map((id) => counts.get(id)!.likes)).toEqual(
+      ids.map((_, i) => i + (i + 1) + (i + 3) + (i === 0 ? 2 : 0)),
+    );
     expect(bystanders.map((id) => counts.get(id)!.likes)).toEqual([5, 6]);
     const compiledUpdates = prepare.mock.calls.map(([sql]) => sql).filter((sql) => UPDATE_SHAPES.sqlite.test(sql));
     expect(compiledUpdates).toHaveLength(1);

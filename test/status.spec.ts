@@ -92,7 +92,12 @@ describe.each(DATABASES)('status and Redis data loss on %s', (databaseName) => {
     expect(report.error).toBeUndefined();
     expect(report.rows).toBe(5);
     const done = await app.counters.status();
-    expect(done).toMatchObject({ pendingRows: 0, inFlightBatches: 0, oldestPendingAgeMs: null, consecutiveFailedFlushes: 0 });
+    expect(done).toMatchObject({
+      pendingRows: 0,
+      inFlightBatches: 0,
+      oldestPendingAgeMs: null,
+      consecutiveFailedFlushes: 0,
+    });
     expect(done.lastSuccessfulFlushAt!.getTime()).toBeGreaterThanOrEqual(claimed.lastFailedFlushAt!.getTime());
     expect(done.lastFlushError).toBe('database gone');
   });
@@ -127,7 +132,11 @@ describe.each(DATABASES)('status and Redis data loss on %s', (databaseName) => {
     redis.disconnect();
     expect((await app.counters.flush()).error).toBeUndefined();
     const { lastRedisDataLoss } = await app.counters.status();
-    expect(lastRedisDataLoss).toEqual({ detectedAt: expect.any(Date), shards: ALL_SHARDS, lastSuccessfulFlushAt: flushedAt });
+    expect(lastRedisDataLoss).toEqual({
+      detectedAt: expect.any(Date),
+      shards: ALL_SHARDS,
+      lastSuccessfulFlushAt: flushedAt,
+    });
     expect(errors.mock.calls.filter(([message]) => String(message).startsWith('Redis lost the counter data'))).toEqual([
       [expect.stringContaining(`of ${ALL_SHARDS} shard(s)`)],
     ]);
@@ -163,7 +172,10 @@ describe.each(DATABASES)('status and Redis data loss on %s', (databaseName) => {
 
   it('raises no alarm when flushes of one instance overlap under load', async () => {
     const app = await start(uniquePrefix('overlap'));
-    const ids = await insertArticles(app.dataSource, Array.from({ length: 16 }, () => 0));
+    const ids = await insertArticles(
+      app.dataSource,
+      Array.from({ length: 16 }, () => 0),
+    );
     const until = Date.now() + 3_000;
     let increments = 0;
     const load = async () => {

@@ -24,7 +24,11 @@ export default class SummaryLineReporter implements Reporter {
 
 /** Whether a suite around the test (or its module) has errors of its own: a failed hook. */
 function inFailedSuite(test: TestCase): boolean {
-  for (let suite: TestCase['parent'] | undefined = test.parent; suite; suite = suite.type === 'suite' ? suite.parent : undefined) {
+  for (
+    let suite: TestCase['parent'] | undefined = test.parent;
+    suite;
+    suite = suite.type === 'suite' ? suite.parent : undefined
+  ) {
     if (suite.errors().length > 0) return true;
   }
   return false;

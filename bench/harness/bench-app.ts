@@ -49,7 +49,11 @@ export async function startBenchApp(options: BenchAppOptions): Promise<BenchApp>
           ...(options.logger ? { logging: ['query', 'error'], logger: options.logger } : { logging: false }),
         } as DataSourceOptions),
         ScheduleModule.forRoot(),
-        CounterModule.forRoot({ redis: redisOption(options.topology), keyPrefix: options.keyPrefix, ...options.counter }),
+        CounterModule.forRoot({
+          redis: redisOption(options.topology),
+          keyPrefix: options.keyPrefix,
+          ...options.counter,
+        }),
       ],
     },
     { logger: ['error', 'warn'] },
@@ -65,7 +69,12 @@ export async function startBenchApp(options: BenchAppOptions): Promise<BenchApp>
 }
 
 /** Inserts rows with ids 1..count (counters at 0), in chunks the drivers accept. */
-export async function insertRows(dataSource: DataSource, entity: BenchEntity, count: number, chunk = 1_000): Promise<void> {
+export async function insertRows(
+  dataSource: DataSource,
+  entity: BenchEntity,
+  count: number,
+  chunk = 1_000,
+): Promise<void> {
   for (let start = 1; start <= count; start += chunk) {
     const rows = Array.from({ length: Math.min(chunk, count - start + 1) }, (_, i) => ({ id: start + i }));
     // updateEntity(false): TypeORM would read the rows back with one OR per row, too deep for SQLite.
@@ -78,7 +87,8 @@ export async function loadIntoRedis(counters: CounterService, entity: BenchEntit
   for (let start = 1; start <= count; start += chunk) {
     const ids = Array.from({ length: Math.min(chunk, count - start + 1) }, (_, i) => start + i);
     const values = await counters.getMany(entity, ids);
-    if (values.size !== ids.length) throw new Error(`loaded ${values.size} of ${ids.length} ${entity.name} rows into Redis`);
+    if (values.size !== ids.length)
+      throw new Error(`loaded ${values.size} of ${ids.length} ${entity.name} rows into Redis`);
   }
 }
 
@@ -90,7 +100,11 @@ export async function giveCountersValues(dataSource: DataSource): Promise<void> 
   await dataSource
     .createQueryBuilder()
     .update(BenchPost)
-    .set({ likeCount: () => '(id * 37) % 5000', viewCount: () => '(id * 7919) % 5000000', commentCount: () => '(id * 13) % 300' })
+    .set({
+      likeCount: () => '(id * 37) % 5000',
+      viewCount: () => '(id * 7919) % 5000000',
+      commentCount: () => '(id * 13) % 300',
+    })
     .where('id >= :first', { first: 1 })
     .execute();
 }

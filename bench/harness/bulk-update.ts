@@ -30,7 +30,12 @@ export interface BulkStatement {
  * The set-based UPDATE an engineer would write by hand for each database: the deltas as a derived
  * table joined on the primary key, every counter column set in one pass.
  */
-export function bulkAddStatement(database: DatabaseName, dataSource: DataSource, target: BulkTarget, rows: BulkRow[]): BulkStatement {
+export function bulkAddStatement(
+  database: DatabaseName,
+  dataSource: DataSource,
+  target: BulkTarget,
+  rows: BulkRow[],
+): BulkStatement {
   const quote = (name: string) => dataSource.driver.escape(name);
   const table = target.tablePath.split('.').map(quote).join('.');
   const id = quote(target.idColumn);
@@ -59,7 +64,13 @@ export function bulkAddStatement(database: DatabaseName, dataSource: DataSource,
       // The SELECT names the derived table's columns, the VALUES rows follow them: of the join forms tried
       // (a SELECT per row joined by UNION ALL, this, a CASE per column), the fastest on MariaDB 10.11.
       const named = `SELECT ? AS id, ${deltaNames.map((name) => `? AS ${name}`).join(', ')}`;
-      const derived = rows.length === 1 ? named : `${named} UNION ALL VALUES ${rows.slice(1).map(() => tuple).join(', ')}`;
+      const derived =
+        rows.length === 1
+          ? named
+          : `${named} UNION ALL VALUES ${rows
+              .slice(1)
+              .map(() => tuple)
+              .join(', ')}`;
       return { sql: `UPDATE ${table} AS t JOIN (${derived}) AS v ON t.${id} = v.id SET ${set('t.')}`, params };
     }
     case 'sqlite': {
@@ -80,7 +91,12 @@ export function bulkAddStatement(database: DatabaseName, dataSource: DataSource,
  * Applies the deltas in statements of `BULK_CHUNK_ROWS` rows, one after another on the data source's
  * pool, each statement its own (autocommitted) transaction. Returns the statements sent.
  */
-export async function runBulkAdd(database: DatabaseName, dataSource: DataSource, target: BulkTarget, rows: BulkRow[]): Promise<number> {
+export async function runBulkAdd(
+  database: DatabaseName,
+  dataSource: DataSource,
+  target: BulkTarget,
+  rows: BulkRow[],
+): Promise<number> {
   let statements = 0;
   for (let start = 0; start < rows.length; start += BULK_CHUNK_ROWS) {
     const { sql, params } = bulkAddStatement(database, dataSource, target, rows.slice(start, start + BULK_CHUNK_ROWS));

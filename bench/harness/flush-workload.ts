@@ -28,13 +28,23 @@ export function flushWorkload(total: number): EntityWorkload[] {
 /** The table and counter columns of a bench entity, for hand-written SQL. */
 export function bulkTargetOf(dataSource: DataSource, entity: BenchEntity): BulkTarget {
   const metadata = dataSource.getMetadata(entity);
-  return { tablePath: metadata.tablePath, idColumn: metadata.primaryColumns[0].databaseName, columns: [...COUNTER_NAMES] };
+  return {
+    tablePath: metadata.tablePath,
+    idColumn: metadata.primaryColumns[0].databaseName,
+    columns: [...COUNTER_NAMES],
+  };
 }
 
 /** Sends every delta of the workload through `CounterService.increment`, `inFlight` calls at a time. */
-export async function makeDirty(counters: CounterService, workloads: EntityWorkload[], inFlight: number): Promise<number> {
+export async function makeDirty(
+  counters: CounterService,
+  workloads: EntityWorkload[],
+  inFlight: number,
+): Promise<number> {
   const calls = workloads.flatMap(({ entity, rows }) =>
-    rows.flatMap((row) => COUNTER_NAMES.map((counter, index) => () => counters.increment(entity, row.id, counter, row.deltas[index]))),
+    rows.flatMap((row) =>
+      COUNTER_NAMES.map((counter, index) => () => counters.increment(entity, row.id, counter, row.deltas[index])),
+    ),
   );
   let next = 0;
   const worker = async () => {
@@ -45,7 +55,12 @@ export async function makeDirty(counters: CounterService, workloads: EntityWorkl
 }
 
 /** Throws unless every row of the workload holds exactly `times` × its deltas in the database. */
-export async function verifyTotals(dataSource: DataSource, workloads: EntityWorkload[], times: number, after: string): Promise<void> {
+export async function verifyTotals(
+  dataSource: DataSource,
+  workloads: EntityWorkload[],
+  times: number,
+  after: string,
+): Promise<void> {
   for (const { entity, rows } of workloads) {
     const target = bulkTargetOf(dataSource, entity);
     const quote = (name: string) => dataSource.driver.escape(name);
@@ -54,14 +69,17 @@ export async function verifyTotals(dataSource: DataSource, workloads: EntityWork
       `SELECT ${[target.idColumn, ...target.columns].map(quote).join(', ')} FROM ${table}`,
     );
     const byId = new Map(found.map((row) => [Number(row[target.idColumn]), row]));
-    if (byId.size !== rows.length) throw new Error(`after ${after}: ${entity.name} has ${byId.size} rows, expected ${rows.length}`);
+    if (byId.size !== rows.length)
+      throw new Error(`after ${after}: ${entity.name} has ${byId.size} rows, expected ${rows.length}`);
     for (const row of rows) {
       const values = byId.get(row.id);
       target.columns.forEach((column, index) => {
         const actual = Number(values?.[column]);
         const expected = times * row.deltas[index];
         if (actual !== expected) {
-          throw new Error(`after ${after}: ${entity.name} ${row.id}.${column} is ${actual}, expected ${expected} (${times} × ${row.deltas[index]})`);
+          throw new Error(
+            `after ${after}: ${entity.name} ${row.id}.${column} is ${actual}, expected ${expected} (${times} × ${row.deltas[index]})`,
+          );
         }
       });
     }

@@ -13,7 +13,9 @@ export async function machineInfo(): Promise<BenchRun['machine']> {
   const info = await redis.info('server').finally(() => redis.disconnect());
   const postgres = new pg.Client(POSTGRES_CONNECTION);
   await postgres.connect();
-  const { rows } = await postgres.query<{ server_version: string }>('SHOW server_version').finally(() => postgres.end());
+  const { rows } = await postgres
+    .query<{ server_version: string }>('SHOW server_version')
+    .finally(() => postgres.end());
   const mariadb = await mysql.createConnection(MARIADB_CONNECTION);
   const [versions] = await mariadb.query('SELECT VERSION() AS version').finally(() => mariadb.end());
   const sqlite = await new DataSource({ type: 'better-sqlite3', database: ':memory:' }).initialize();

@@ -67,7 +67,12 @@ export async function restoreKeys(
  * with its slot group's hash tag, which holds the entity key, and a row's shard depends on its id alone.
  * `from[i]` becomes `to[i]`.
  */
-export function entityKeyRenamer(prefix: string, shards: number, from: string[], to: string[]): (key: string) => string {
+export function entityKeyRenamer(
+  prefix: string,
+  shards: number,
+  from: string[],
+  to: string[],
+): (key: string) => string {
   const keys = new CounterKeys(prefix, shards, COUNTER_DEFAULTS.slotsPerEntity);
   const tags = new Map<string, string>();
   from.forEach((entityKey, index) => {

@@ -16,7 +16,9 @@ export function redisOption(topology: Topology): CounterRedisConnection {
 
 /** A client of the benchmark's own, to inspect or clean up keys. */
 export function inspectionClient(topology: Topology): Redis | Cluster {
-  return topology === 'cluster' ? new Cluster(CLUSTER_NODES, { redisOptions: { protocol: 2 } }) : new Redis(REDIS_URL, { protocol: 2 });
+  return topology === 'cluster'
+    ? new Cluster(CLUSTER_NODES, { redisOptions: { protocol: 2 } })
+    : new Redis(REDIS_URL, { protocol: 2 });
 }
 
 /** A key prefix of this run alone. */

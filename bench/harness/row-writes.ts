@@ -25,7 +25,8 @@ export async function startRowWriteCount(dataSource: DataSource, table: string):
           const after = await mariadbSessionUpdates(dataSource);
           // A connection closed in between took its count with it: the figure would be too low.
           const gone = [...before.keys()].filter((id) => !after.has(id));
-          if (gone.length > 0) throw new Error(`pooled connections ${gone.join(', ')} closed while counting row writes`);
+          if (gone.length > 0)
+            throw new Error(`pooled connections ${gone.join(', ')} closed while counting row writes`);
           let updates = 0;
           for (const [id, count] of after) updates += count - (before.get(id) ?? 0);
           return updates;
@@ -79,7 +80,10 @@ async function mariadbSessionUpdates(dataSource: DataSource): Promise<Map<number
  * Runs `work` on every connection the pool has: it takes as many connections at once as the pool may
  * hold, so each existing one is handed out (and missing ones are opened, which cost nothing to count).
  */
-async function onEveryPooledConnection<T>(dataSource: DataSource, work: (runner: QueryRunner) => Promise<T>): Promise<T[]> {
+async function onEveryPooledConnection<T>(
+  dataSource: DataSource,
+  work: (runner: QueryRunner) => Promise<T>,
+): Promise<T[]> {
   const poolSize = (dataSource.options as { poolSize?: number }).poolSize;
   if (poolSize === undefined) throw new Error('row writes are counted only for a DataSource with an explicit poolSize');
   const runners = Array.from({ length: poolSize }, () => dataSource.createQueryRunner());

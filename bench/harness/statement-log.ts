@@ -36,7 +36,10 @@ export class StatementLog implements TypeOrmLogger {
 
   /** Statements and their time since the last call. */
   take(): StatementTotals {
-    const totals = { statements: this.sent - this.taken.sent, seconds: (this.milliseconds - this.taken.milliseconds) / 1000 };
+    const totals = {
+      statements: this.sent - this.taken.sent,
+      seconds: (this.milliseconds - this.taken.milliseconds) / 1000,
+    };
     this.taken = { sent: this.sent, milliseconds: this.milliseconds };
     return totals;
   }

@@ -49,7 +49,13 @@ const fits = (widthPx: number) => Math.floor(widthPx / CHAR_PX);
 function significant(value: number): string {
   const size = Math.abs(value);
   if (Number.isInteger(value)) return String(value);
-  return size >= 100 ? value.toFixed(0) : size >= 10 ? value.toFixed(1) : size >= 1 ? value.toFixed(2) : String(Number(value.toPrecision(2)));
+  return size >= 100
+    ? value.toFixed(0)
+    : size >= 10
+      ? value.toFixed(1)
+      : size >= 1
+        ? value.toFixed(2)
+        : String(Number(value.toPrecision(2)));
 }
 
 /** 61234 as "61.2k": the tables in latest.md carry the exact figures. */
@@ -62,8 +68,15 @@ function compact(value: number): string {
 const ms = (value: number) => `${significant(value)} ms`;
 
 /** `pieces` are [text, class] pairs, each escaped here so that no caller can forget to. */
-function text(x: number, y: number, pieces: Array<[string, string?]>, anchor: 'start' | 'middle' | 'end' = 'start'): string {
-  const body = pieces.map(([content, cls]) => `<tspan${cls ? ` class="${cls}"` : ''}>${escapeXml(content)}</tspan>`).join('');
+function text(
+  x: number,
+  y: number,
+  pieces: Array<[string, string?]>,
+  anchor: 'start' | 'middle' | 'end' = 'start',
+): string {
+  const body = pieces
+    .map(([content, cls]) => `<tspan${cls ? ` class="${cls}"` : ''}>${escapeXml(content)}</tspan>`)
+    .join('');
   return `<text x="${px(x)}" y="${px(y)}" text-anchor="${anchor}">${body}</text>`;
 }
 
@@ -83,7 +96,8 @@ function scaleFor(values: number[], lengthPx: number): Scale {
   const min = positive.length > 0 ? Math.min(...positive) : 1;
   if (max / min <= LOG_ABOVE) {
     const step = niceStep(max / 4);
-    const ticks = positive.length === 0 ? [0] : Array.from({ length: Math.floor(max / step) + 1 }, (_, index) => index * step);
+    const ticks =
+      positive.length === 0 ? [0] : Array.from({ length: Math.floor(max / step) + 1 }, (_, index) => index * step);
     return { length: (value) => (Math.max(0, value) / max) * lengthPx, ticks, log: false };
   }
   const lowPower = Math.floor(Math.log10(min));
@@ -96,19 +110,29 @@ function scaleFor(values: number[], lengthPx: number): Scale {
 }
 
 function sides(row: BenchRow): Array<[Figures, string]> {
-  return row.baseline ? [[row.library, COLOUR.library], [row.baseline, COLOUR.baseline]] : [[row.library, COLOUR.library]];
+  return row.baseline
+    ? [
+        [row.library, COLOUR.library],
+        [row.baseline, COLOUR.baseline],
+      ]
+    : [[row.library, COLOUR.library]];
 }
 
 function throughputLine([figures, colour]: [Figures, string]): Line {
   const perSecond = figures.perSecond;
-  return measured(perSecond) ? { segments: [{ value: perSecond, colour }], label: `${compact(perSecond)}/s` } : { segments: [], label: '' };
+  return measured(perSecond)
+    ? { segments: [{ value: perSecond, colour }], label: `${compact(perSecond)}/s` }
+    : { segments: [], label: '' };
 }
 
 /** p99 as a faint bar, p50 as a solid one over it. */
 function latencyLine([figures, colour]: [Figures, string]): Line {
   const p99 = measured(figures.p99Ms) ? [{ value: figures.p99Ms, colour, faint: true }] : [];
   const p50 = measured(figures.p50Ms) ? [{ value: figures.p50Ms, colour }] : [];
-  const label = [...(p50.length ? [`p50 ${ms(p50[0]!.value)}`] : []), ...(p99.length ? [`p99 ${ms(p99[0]!.value)}`] : [])];
+  const label = [
+    ...(p50.length ? [`p50 ${ms(p50[0]!.value)}`] : []),
+    ...(p99.length ? [`p99 ${ms(p99[0]!.value)}`] : []),
+  ];
   return { segments: [...p99, ...p50], label: label.join(' · ') };
 }
 
@@ -126,10 +150,16 @@ const hasFigures = (scenario: ScenarioResult) =>
 
 function partsOf(scenario: ScenarioResult): Part[] {
   const full = WIDTH - 2 * MARGIN;
-  if (!hasFigures(scenario)) return [{ x: MARGIN, width: full, heading: scenario.unit, rows: scenario.rows.map(extraLines) }];
+  if (!hasFigures(scenario))
+    return [{ x: MARGIN, width: full, heading: scenario.unit, rows: scenario.rows.map(extraLines) }];
   const leftWidth = Math.round(full * 0.56);
   return [
-    { x: MARGIN, width: leftWidth, heading: `throughput, ${scenario.unit}/s`, rows: scenario.rows.map((row) => sides(row).map(throughputLine)) },
+    {
+      x: MARGIN,
+      width: leftWidth,
+      heading: `throughput, ${scenario.unit}/s`,
+      rows: scenario.rows.map((row) => sides(row).map(throughputLine)),
+    },
     {
       x: MARGIN + leftWidth + 30,
       width: full - leftWidth - 30,
@@ -146,7 +176,12 @@ function renderPart(part: Part, top: number, rowHeights: number[]): string[] {
   const labelRoom = Math.min(part.width / 2, Math.max(...lines.map((line) => line.label.length)) * CHAR_PX + 8);
   const scale = scaleFor(values, part.width - labelRoom);
   const bottom = top + rowHeights.reduce((sum, height) => sum + height, 0);
-  const out = [text(part.x, top - 8, [[part.heading, 'heading'], ...(scale.log ? [[' · log scale', 'muted'] as [string, string]] : [])])];
+  const out = [
+    text(part.x, top - 8, [
+      [part.heading, 'heading'],
+      ...(scale.log ? [[' · log scale', 'muted'] as [string, string]] : []),
+    ]),
+  ];
   for (const tick of scale.ticks) {
     const x = part.x + scale.length(tick);
     out.push(`<line x1="${px(x)}" y1="${px(top)}" x2="${px(x)}" y2="${px(bottom - ROW_GAP)}" class="grid"/>`);
@@ -157,7 +192,8 @@ function renderPart(part: Part, top: number, rowHeights: number[]): string[] {
     rowLines.forEach((line, lineIndex) => {
       if (line.segments.length === 0) return;
       const y = rowTop + ROW_LABEL + lineIndex * BAR_STEP;
-      for (const segment of line.segments) out.push(rect(part.x, y, scale.length(segment.value), BAR, segment.colour, segment.faint ? 0.35 : 1));
+      for (const segment of line.segments)
+        out.push(rect(part.x, y, scale.length(segment.value), BAR, segment.colour, segment.faint ? 0.35 : 1));
       const end = Math.max(...line.segments.map((segment) => scale.length(segment.value)));
       out.push(text(part.x + end + 4, y + BAR - 2, [[line.label, 'value']]));
     });
@@ -175,14 +211,21 @@ function renderRowLabels(scenario: ScenarioResult, part: Part, top: number, rowH
     const value = ratio(row.library.perSecond, row.baseline?.perSecond);
     const ratioText = Number.isFinite(value) ? `${formatRatio(value)} baseline` : '';
     const label = truncate(row.label, fits(part.width - ratioText.length * CHAR_PX - 12));
-    return [text(part.x, y, [[label, 'row']]), ...(ratioText ? [text(part.x + part.width, y, [[ratioText, 'ratio']], 'end')] : [])];
+    return [
+      text(part.x, y, [[label, 'row']]),
+      ...(ratioText ? [text(part.x + part.width, y, [[ratioText, 'ratio']], 'end')] : []),
+    ];
   });
 }
 
 function renderCheck(check: TargetCheck, y: number): string {
   const actual = truncate(check.actual, 40);
   const target = truncate(check.target, fits(WIDTH - 2 * MARGIN - 60) - actual.length - 6);
-  return text(MARGIN, y, [[check.met ? '✓ ' : '✗ ', check.met ? 'ok' : 'missed'], [target, 'row'], [` — ${actual}`, 'muted']]);
+  return text(MARGIN, y, [
+    [check.met ? '✓ ' : '✗ ', check.met ? 'ok' : 'missed'],
+    [target, 'row'],
+    [` — ${actual}`, 'muted'],
+  ]);
 }
 
 function renderPanel(scenario: ScenarioResult, top: number): { svg: string; height: number } {
@@ -197,7 +240,10 @@ function renderPanel(scenario: ScenarioResult, top: number): { svg: string; heig
   const title = truncate(`${scenario.id}. ${scenario.title}`, 70);
   const body = [
     `<rect x="${MARGIN / 2}" y="${px(top)}" width="${WIDTH - MARGIN}" height="${px(height)}" rx="6" class="panel"/>`,
-    text(MARGIN, top + 24, [[title, 'title'], [`  unit: ${truncate(scenario.unit, 40)}`, 'muted']]),
+    text(MARGIN, top + 24, [
+      [title, 'title'],
+      [`  unit: ${truncate(scenario.unit, 40)}`, 'muted'],
+    ]),
     ...parts.flatMap((part) => renderPart(part, rowsTop, rowHeights)),
     ...renderRowLabels(scenario, parts[0]!, rowsTop, rowHeights),
     ...scenario.checks.map((check, index) => renderCheck(check, checksTop + index * CHECK_LINE)),
@@ -207,12 +253,18 @@ function renderPanel(scenario: ScenarioResult, top: number): { svg: string; heig
 
 function renderHeader(run: BenchRun): string[] {
   const started = new Date(run.startedAt);
-  const when = Number.isNaN(started.getTime()) ? run.startedAt : `${started.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+  const when = Number.isNaN(started.getTime())
+    ? run.startedAt
+    : `${started.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
   const m = run.machine;
   const machine = `${m.cpus} × ${m.cpuModel}, ${m.memoryGiB} GiB · Node ${m.node} · Redis ${m.redis} · PostgreSQL ${m.postgres} · MariaDB ${m.mariadb} · SQLite ${m.sqlite}`;
   const legendX = WIDTH - MARGIN - 150;
   return [
-    text(MARGIN, 30, [['Benchmark results', 'title'], [`  ${when}`, 'muted'], ...(run.quick ? [['  quick run: figures are indicative only', 'missed'] as [string, string]] : [])]),
+    text(MARGIN, 30, [
+      ['Benchmark results', 'title'],
+      [`  ${when}`, 'muted'],
+      ...(run.quick ? [['  quick run: figures are indicative only', 'missed'] as [string, string]] : []),
+    ]),
     text(MARGIN, 50, [[truncate(machine, fits(WIDTH - 2 * MARGIN)), 'muted']]),
     rect(legendX, 21, 12, 11, COLOUR.library),
     text(legendX + 16, 30, [['library', 'row']]),

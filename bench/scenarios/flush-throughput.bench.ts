@@ -10,7 +10,13 @@ import { BULK_CHUNK_ROWS, runBulkAdd } from '../harness/bulk-update.js';
 import { withDatabase, type DatabaseName } from '../harness/databases.js';
 import { sleep } from '../harness/closed-loop.js';
 import { eventLoopCpu, eventLoopRunQueueWait } from '../harness/event-loop-cpu.js';
-import { bulkTargetOf, flushWorkload, makeDirty, verifyTotals, type EntityWorkload } from '../harness/flush-workload.js';
+import {
+  bulkTargetOf,
+  flushWorkload,
+  makeDirty,
+  verifyTotals,
+  type EntityWorkload,
+} from '../harness/flush-workload.js';
 import { benchPrefix, deleteKeys, REDIS_URL } from '../harness/redis-targets.js';
 import { commandCount } from '../harness/redis-command-cost.js';
 import { redisProcessCpu } from '../harness/redis-process-cpu.js';
@@ -104,7 +110,12 @@ function since(reader: (() => number) | undefined): () => number {
 }
 
 /** One library run: every dirty row flushed, with the statements and Redis time it took. */
-async function measureFlush(bench: BenchApp, timer: StatementLog, state: DirtyState, total: number): Promise<MeasuredFlush> {
+async function measureFlush(
+  bench: BenchApp,
+  timer: StatementLog,
+  state: DirtyState,
+  total: number,
+): Promise<MeasuredFlush> {
   const pending = (await bench.counters.status()).pendingRows;
   if (pending !== total) throw new Error(`${pending} rows pending in Redis, expected ${total}`);
   await sleep(SETTLE_MS);
@@ -144,7 +155,8 @@ async function lazyFreeDone(inspector: Redis): Promise<void> {
   }
 }
 
-const fastest = <T extends { seconds: number }>(runs: T[]): T => runs.reduce((best, run) => (run.seconds < best.seconds ? run : best));
+const fastest = <T extends { seconds: number }>(runs: T[]): T =>
+  runs.reduce((best, run) => (run.seconds < best.seconds ? run : best));
 
 /** Every workload row through the hand-written bulk UPDATE; seconds, statements and the event loop thread's CPU time. */
 async function bulkAdd(name: DatabaseName, dataSource: DataSource, workloads: EntityWorkload[]) {
@@ -197,7 +209,12 @@ async function makeEveryRowDirty(bench: BenchApp, state: DirtyState): Promise<st
   return `${increments} increments`;
 }
 
-async function measureDatabase(context: BenchContext, name: DatabaseName, label: string, state: DirtyState): Promise<BenchRow> {
+async function measureDatabase(
+  context: BenchContext,
+  name: DatabaseName,
+  label: string,
+  state: DirtyState,
+): Promise<BenchRow> {
   const { workloads } = state;
   const total = workloads.reduce((sum, { rows }) => sum + rows.length, 0);
   return withDatabase(name, async (database) => {
@@ -212,7 +229,8 @@ async function measureDatabase(context: BenchContext, name: DatabaseName, label:
     });
     try {
       const setupStarted = performance.now();
-      for (const { entity, rows } of workloads) await insertRows(bench.dataSource, entity, rows.length, INSERT_CHUNK[name]);
+      for (const { entity, rows } of workloads)
+        await insertRows(bench.dataSource, entity, rows.length, INSERT_CHUNK[name]);
       const dirtied = await makeEveryRowDirty(bench, state);
       context.log(`${label}: setup ${((performance.now() - setupStarted) / 1000).toFixed(1)} s (${dirtied})`);
 
@@ -298,7 +316,7 @@ export const flushThroughput: BenchScenario = {
         `${DEFAULT_FLUSH_BATCH_SIZE.toLocaleString('en-US')} rows per transaction (${sqliteDialect.defaultFlushBatchSize.toLocaleString('en-US')} on SQLite; ` +
         'the backlog of every shard read first, in one status script call on a single Redis; then a claim script per shard with changes, ' +
         'two shards per worker and round trip per 1,000 rows of a transaction, the first group of each of at least three workers a quarter of a transaction, its next ones doubling up to a whole one; one transaction with the ledger inserts and one UPDATE per table for the batches of several shards; ' +
-        'an ack script per shard, a transaction\'s in one round trip), ' +
+        "an ack script per shard, a transaction's in one round trip), " +
         'called until `status().pendingRows` is 0, with every row dirty on its three counters in Redis.',
       baseline:
         `the same deltas added to the same rows by a hand-written set-based UPDATE through the same TypeORM data source ` +
@@ -307,35 +325,39 @@ export const flushThroughput: BenchScenario = {
       unit: 'rows',
       rows,
       checks: rows.map((row) =>
-        atLeast(`${row.label}: flush ≥ 0.7× raw bulk UPDATE`, ratio(row.library.perSecond, row.baseline?.perSecond), 0.7),
+        atLeast(
+          `${row.label}: flush ≥ 0.7× raw bulk UPDATE`,
+          ratio(row.library.perSecond, row.baseline?.perSecond),
+          0.7,
+        ),
       ),
       notes: [
         'Rows are split evenly over three entities (BenchPost, BenchVideo, BenchAnswer); each row has a different delta on ' +
-          'each of its three counters, and every row\'s database values are checked exactly after each side ran.',
+          "each of its three counters, and every row's database values are checked exactly after each side ran.",
         'Setup (not timed): rows inserted with counters at 0, loaded into Redis with `getMany`, then made dirty with ' +
           `${SETUP_IN_FLIGHT} \`increment\` calls in flight, for the first database; the next databases get a DUMP/RESTORE copy ` +
           'of the Redis keys that setup left, renamed to their own table paths (the same state: their rows are at 0 as well).',
         `Each side runs ${RUNS_PER_SIDE} times, in turns: bulk UPDATE, flush, bulk UPDATE, flush … (same tables, same pool; before each flush ` +
           'after the first Redis gets the same DUMP/RESTORE copy of the dirty state back, untimed; each timed run starts ' +
           `after a pause of ${SETTLE_MS} ms, so that V8 has compiled what the untimed checks before it made it compile). Each side's figure is its fastest run; ` +
-          'every run is in the table. Three runs rather than two because a process\'s first flushes still run code V8 has not ' +
+          "every run is in the table. Three runs rather than two because a process's first flushes still run code V8 has not " +
           'optimized, and its compiler threads take the second core from Redis; an app that flushes every second is past that. ' +
           'The `status()` calls between flushes are not timed.',
         '"s in SQL" adds up the time each statement took inside the TypeORM driver (its own `Date.now()` timing, ' +
-          'through `maxQueryExecutionTime`), over all connections: the rest of the library\'s time is Redis (claim and ack ' +
+          "through `maxQueryExecutionTime`), over all connections: the rest of the library's time is Redis (claim and ack " +
           'scripts) and Node. "library SQL statements" counts BEGIN, ledger INSERT, UPDATE and COMMIT of every batch.',
-        'Redis CPU µs/row: the Redis server process\'s CPU time (all its threads, Linux `/proc/<pid>/task/*/schedstat`) per row ' +
-          'over the fastest flush: the scripts\' time, the I/O of their requests and replies, and the lazy-free thread, which frees ' +
+        "Redis CPU µs/row: the Redis server process's CPU time (all its threads, Linux `/proc/<pid>/task/*/schedstat`) per row " +
+          "over the fastest flush: the scripts' time, the I/O of their requests and replies, and the lazy-free thread, which frees " +
           'the dirty sets and batch hashes that claims and acks `UNLINK`.',
-        'App CPU µs/row: this process\'s CPU time (user + system, all its threads) per row over the fastest flush. Event loop ' +
-          'CPU µs/row: the CPU time of the process\'s main thread alone (Linux `/proc/self/task/<pid>/schedstat`) per row, ' +
-          'over each side\'s fastest run. That thread runs one thing at a time, so a run lasts at least that long; ' +
-          'better-sqlite3 runs SQLite\'s statements on it. So on SQLite a flush whose event loop CPU per row is above the ' +
-          'bulk UPDATE\'s time per row ÷ 0.7 cannot meet the target, however fast Redis answers.',
+        "App CPU µs/row: this process's CPU time (user + system, all its threads) per row over the fastest flush. Event loop " +
+          "CPU µs/row: the CPU time of the process's main thread alone (Linux `/proc/self/task/<pid>/schedstat`) per row, " +
+          "over each side's fastest run. That thread runs one thing at a time, so a run lasts at least that long; " +
+          "better-sqlite3 runs SQLite's statements on it. So on SQLite a flush whose event loop CPU per row is above the " +
+          "bulk UPDATE's time per row ÷ 0.7 cannot meet the target, however fast Redis answers.",
         'Event loop waiting for a CPU µs/row: the time that same thread was ready to run but another thread had the core ' +
-          '(the second field of the same `schedstat`), per row, over each side\'s fastest run. The bulk UPDATE needs nothing ' +
+          "(the second field of the same `schedstat`), per row, over each side's fastest run. The bulk UPDATE needs nothing " +
           'but that thread; a flush also needs Redis (its main thread runs the claim and ack scripts, its lazy-free thread ' +
-          'frees what they `UNLINK`) and V8\'s compiler threads, and on a machine of two cores they take turns with it.',
+          "frees what they `UNLINK`) and V8's compiler threads, and on a machine of two cores they take turns with it.",
         `A shard's rows go in its own batches, so a flush makes at least one transaction per dirty shard ` +
           `(${COUNTER_DEFAULTS.shards} × 3 entities here), whatever the batch size.`,
         'The library runs up to 4 batch transactions at once on PostgreSQL and MariaDB (the default `flushConcurrency`) (1 on SQLite, where two other workers claim in Redis meanwhile); the baseline runs its ' +

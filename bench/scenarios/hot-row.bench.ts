@@ -149,11 +149,8 @@ async function commitSetting(dataSource: DataSource): Promise<string> {
 const perTenThousand = (count: number, likes: number) => (count / likes) * 10_000;
 
 async function measureDatabase(context: BenchContext, database: 'postgres' | 'mariadb') {
-  const naive = await runSide(
-    context,
-    database,
-    'naive',
-    (bench) => bench.dataSource.getRepository(BenchPost).increment({ id: HOT_ID }, 'likeCount', 1),
+  const naive = await runSide(context, database, 'naive', (bench) =>
+    bench.dataSource.getRepository(BenchPost).increment({ id: HOT_ID }, 'likeCount', 1),
   );
   const library = await runSide(
     context,
@@ -214,17 +211,17 @@ export const hotRow: BenchScenario = {
     }
     notes.push(
       `Closed loop: ${CLIENTS} clients in this one Node process like row ${HOT_ID}, each sending its next like when ` +
-        'the last one was acknowledged. Both sides are the same Nest app (TypeORM with the test databases\' pool, the ' +
+        "the last one was acknowledged. Both sides are the same Nest app (TypeORM with the test databases' pool, the " +
         'counter module loaded) on a fresh database of their own; the naive side has the flush off.',
       'Statements are counted by a TypeORM logger (every statement the DataSource sends, START TRANSACTION and COMMIT ' +
         'included) from the start of the warm-up to the end of the final flush, over every like acknowledged in that ' +
         'span: the scheduled flushes during warm-up wrote warm-up likes. A library batch is 4 statements (START ' +
         'TRANSACTION, ledger INSERT, UPDATE, COMMIT); the first likes add the SELECTs that load the row into Redis.',
-      'Row writes are counted by the server: PostgreSQL `pg_stat_user_tables.n_tup_upd` of the bench schema\'s ' +
+      "Row writes are counted by the server: PostgreSQL `pg_stat_user_tables.n_tup_upd` of the bench schema's " +
         'bench_post, after `pg_stat_force_next_flush()` on every pooled connection (a backend publishes its table ' +
         'counts at most once a second, else when idle up to 10 s later, or on exit; forced, before its reply). ' +
         'MariaDB 10.11 has no `Innodb_rows_updated`: `Handler_update` of every pooled session instead (the sessions ' +
-        'are this app\'s alone, unlike the global counters of a server shared with other runs; they update no other ' +
+        "are this app's alone, unlike the global counters of a server shared with other runs; they update no other " +
         'table).',
       `The library side runs with the module's defaults: the scheduled flush every 1 s shares the ${cpus().length} ` +
         'cores and the database with the clients during the measured window.',

@@ -31,7 +31,9 @@ local value = (tonumber(values[1]) or 0) + ARGV[3]
 redis.call('HSET', KEYS[1], ARGV[1], value, ARGV[2], (tonumber(values[2]) or 0) + ARGV[3])
 return value
 `;
-type FloorClient = Redis & { benchFloorIncrement(key: string, live: string, pending: string, by: number): Promise<number> };
+type FloorClient = Redis & {
+  benchFloorIncrement(key: string, live: string, pending: string, by: number): Promise<number>;
+};
 
 /** One side's closed loops, added up over its turns. */
 interface SideTotals {
@@ -80,7 +82,8 @@ function figuresOf(totals: SideTotals) {
 
 /** The raw client, able to send the floor script (by SHA, loaded again on NOSCRIPT as the module does). */
 function floorClient(client: Redis): FloorClient {
-  if (!('benchFloorIncrement' in client)) client.defineCommand('benchFloorIncrement', { numberOfKeys: 1, lua: FLOOR_LUA });
+  if (!('benchFloorIncrement' in client))
+    client.defineCommand('benchFloorIncrement', { numberOfKeys: 1, lua: FLOOR_LUA });
   return client as FloorClient;
 }
 
@@ -96,7 +99,12 @@ export async function measureIncrements(context: BenchContext, topology: Topolog
   const prefix = benchPrefix('increment');
   return withDatabase('postgres', async (database) => {
     // The scheduled flush is off: it is a separate cost (scenarios 2 and 3), not part of an increment.
-    const bench = await startBenchApp({ database: database.options, topology, keyPrefix: prefix, counter: { flushEnabled: false } });
+    const bench = await startBenchApp({
+      database: database.options,
+      topology,
+      keyPrefix: prefix,
+      counter: { flushEnabled: false },
+    });
     const raw = await rawClient(topology);
     const inspector = inspectionClient(topology);
     try {
@@ -151,7 +159,12 @@ export async function measureIncrements(context: BenchContext, topology: Topolog
           );
           if (floorTotals) {
             await slice(floorTotals, 'evalsha', warmupMs, (worker, sequence) =>
-              floorClient(raw.client as Redis).benchFloorIncrement(`${prefix}:floor:${rowOf(rows, worker, sequence)}`, 'v:like_count', 'p:like_count', 1),
+              floorClient(raw.client as Redis).benchFloorIncrement(
+                `${prefix}:floor:${rowOf(rows, worker, sequence)}`,
+                'v:like_count',
+                'p:like_count',
+                1,
+              ),
             );
           }
         }
@@ -159,7 +172,8 @@ export async function measureIncrements(context: BenchContext, topology: Topolog
         const library = figuresOf(libraryTotals);
         const floor = floorTotals && figuresOf(floorTotals);
         for (const side of floor ? [baseline, library, floor] : [baseline, library]) {
-          if (side.errors > 0) throw new Error(`${side.errors} operations failed at concurrency ${concurrency}: ${side.firstError}`);
+          if (side.errors > 0)
+            throw new Error(`${side.errors} operations failed at concurrency ${concurrency}: ${side.firstError}`);
         }
         context.log(
           `concurrency ${concurrency}: library ${Math.round(library.opsPerSec)}/s p99 ${library.p99Ms.toFixed(3)} ms, ` +
@@ -214,15 +228,17 @@ export const incrementPath: BenchScenario = {
       atMost(`${row.label}: p99 ≤ 2× raw INCR`, ratio(row.library.p99Ms, row.baseline?.p99Ms), 2),
     ]);
     return {
-      library: '`CounterService.increment(BenchPost, id, "like_count")` on rows already in Redis (one of 10,000, spread), scheduled flush off.',
-      baseline: 'raw `INCR` of one key per row through an ioredis client with the module\'s own settings, same Redis server.',
+      library:
+        '`CounterService.increment(BenchPost, id, "like_count")` on rows already in Redis (one of 10,000, spread), scheduled flush off.',
+      baseline:
+        "raw `INCR` of one key per row through an ioredis client with the module's own settings, same Redis server.",
       unit: 'increments',
       rows,
       checks,
       notes: [
         `Both sides run in this one Node process, closed loop: each of the N clients sends its next operation when the last one answered. The sides take turns, ${SLICES} slices of the measured time each, so that drift in the machine's speed falls on both alike.`,
         `Floor (concurrency ${FLOOR_CONCURRENCY}): a bare two-command script (HMGET, then HSET of the value and the pending delta, on hashes of its own) through the same kind of client, in the same turns: the least any increment made of one Lua script call costs, the library's bookkeeping (bounds, dirty set, unseeded rows) taken out. Floor ÷ INCR is the best ratio a one-script increment reaches in this run; it is a reference, not a target.`,
-        'App CPU µs/op: this process\'s CPU time (user + system) per operation over the measured window. Increments per script call: the library sends the increments requested in one turn of the event loop in one EVALSHA. Redis µs/op: the server\'s own time in EVALSHA or INCR (INFO commandstats), without network and I/O, per increment. Redis CPU µs/op: the server process\'s whole CPU time (its I/O included, from /proc) per increment.',
+        "App CPU µs/op: this process's CPU time (user + system) per operation over the measured window. Increments per script call: the library sends the increments requested in one turn of the event loop in one EVALSHA. Redis µs/op: the server's own time in EVALSHA or INCR (INFO commandstats), without network and I/O, per increment. Redis CPU µs/op: the server process's whole CPU time (its I/O included, from /proc) per increment.",
       ],
     };
   },

@@ -78,7 +78,9 @@ const feedPage = () => ids(SPREAD_ROWS + 1, PAGE_SIZE);
 /** Runs `intercept` as Nest runs an interceptor around a handler that returns `page`. */
 function interceptorCall(bench: BenchApp) {
   return (page: Page) =>
-    lastValueFrom(bench.interceptor.intercept(new ExecutionContextHost([]), { handle: () => of(page) })) as Promise<Page>;
+    lastValueFrom(
+      bench.interceptor.intercept(new ExecutionContextHost([]), { handle: () => of(page) }),
+    ) as Promise<Page>;
 }
 
 /** A fresh page per call (the interceptor writes into the entities), from rows read once. */
@@ -100,7 +102,11 @@ async function liveValues(bench: BenchApp, inspector: Inspector, pageIds: number
 
 /** Throws unless every entity of `page` carries the live values Redis holds. */
 async function assertOverlaid(bench: BenchApp, inspector: Inspector, page: Page): Promise<void> {
-  const live = await liveValues(bench, inspector, page.map((post) => post.id));
+  const live = await liveValues(
+    bench,
+    inspector,
+    page.map((post) => post.id),
+  );
   page.forEach((post, i) => {
     const overlaid = [post.likeCount, post.viewCount, post.commentCount];
     if (overlaid.some((value, c) => value !== live[i][c])) {
@@ -166,7 +172,10 @@ async function timeInTurns(
     await baseline(i);
     baselineTimes.record(performance.now() - started);
   }
-  const figures = (recorder: LatencyRecorder): Figures => ({ p50Ms: recorder.percentile(50), p99Ms: recorder.percentile(99) });
+  const figures = (recorder: LatencyRecorder): Figures => ({
+    p50Ms: recorder.percentile(50),
+    p99Ms: recorder.percentile(99),
+  });
   return { library: figures(libraryTimes), baseline: figures(baselineTimes) };
 }
 
@@ -179,15 +188,24 @@ const sortedById = (page: Page) => page.sort((a, b) => a.id - b.id);
 async function measureWarm(context: BenchContext, page: PageBench, pageIds: number[]): Promise<Measured> {
   const { bench, intercept, select } = page;
   await bench.counters.getMany(BenchPost, pageIds);
-  for (const id of pageIds.filter((id) => id % 2 === 0)) await bench.counters.increment(BenchPost, id, 'like_count', (id % 7) + 1);
+  for (const id of pageIds.filter((id) => id % 2 === 0))
+    await bench.counters.increment(BenchPost, id, 'like_count', (id % 7) + 1);
   const stored = sortedById(await select(pageIds));
   const overlaid = await intercept(pageFrom(stored));
   await assertOverlaid(bench, page.inspector, overlaid);
-  if (overlaid.every((post, i) => post.likeCount === stored[i].likeCount)) throw new Error('no overlaid value differs from the database');
+  if (overlaid.every((post, i) => post.likeCount === stored[i].likeCount))
+    throw new Error('no overlaid value differs from the database');
 
   // Warm-up: JIT, script loading on each connection, PostgreSQL's plan cache.
-  await timeInTurns(context.quick ? 50 : 300, () => ({ run: () => intercept(pageFrom(stored)) }), () => select(pageIds));
-  const traffic = await countTraffic(bench, Array.from({ length: COUNTED_CALLS }, () => () => intercept(pageFrom(stored))));
+  await timeInTurns(
+    context.quick ? 50 : 300,
+    () => ({ run: () => intercept(pageFrom(stored)) }),
+    () => select(pageIds),
+  );
+  const traffic = await countTraffic(
+    bench,
+    Array.from({ length: COUNTED_CALLS }, () => () => intercept(pageFrom(stored))),
+  );
   // On a cluster INFO answers for one node only: Redis time per call is read on a single Redis.
   const standalone = !('nodes' in page.inspector);
   const scriptsBefore = standalone ? await commandCount(page.inspector, 'evalsha') : undefined;
@@ -199,7 +217,9 @@ async function measureWarm(context: BenchContext, page: PageBench, pageIds: numb
     },
     () => select(pageIds),
   );
-  const redisUsPerCall = scriptsBefore ? usecPerCall(scriptsBefore, await commandCount(page.inspector, 'evalsha')) : Number.NaN;
+  const redisUsPerCall = scriptsBefore
+    ? usecPerCall(scriptsBefore, await commandCount(page.inspector, 'evalsha'))
+    : Number.NaN;
   return { ...timed, traffic, layout: await slotGroupsOf(bench, page.inspector, pageIds), redisUsPerCall };
 }
 
@@ -212,10 +232,14 @@ async function measureCold(context: BenchContext, page: PageBench): Promise<Meas
   const pages = COUNTED_COLD_PAGES + coldPagesOf(context);
   // Spread pages after the warm one (page 0).
   const idsOf = (index: number) => spreadPage(1 + index);
-  const stored = await Promise.all(Array.from({ length: pages }, async (_, index) => sortedById(await select(idsOf(index)))));
+  const stored = await Promise.all(
+    Array.from({ length: pages }, async (_, index) => sortedById(await select(idsOf(index)))),
+  );
   const traffic = await countTraffic(
     bench,
-    stored.slice(0, COUNTED_COLD_PAGES).map((rows) => async () => assertOverlaid(bench, page.inspector, await intercept(pageFrom(rows)))),
+    stored
+      .slice(0, COUNTED_COLD_PAGES)
+      .map((rows) => async () => assertOverlaid(bench, page.inspector, await intercept(pageFrom(rows)))),
   );
   const timed = await timeInTurns(
     coldPagesOf(context),
@@ -246,7 +270,9 @@ function tableRow(label: string, measured: Measured): BenchRow {
 function targetChecks(topology: Topology, warm: Measured): TargetCheck[] {
   const trips = warm.traffic.roundTrips;
   const groups = warm.layout.slotGroups;
-  const tripsText = trips.every((count) => count === trips[0]) ? `${trips[0]}` : `${Math.min(...trips)}–${Math.max(...trips)}`;
+  const tripsText = trips.every((count) => count === trips[0])
+    ? `${trips[0]}`
+    : `${Math.min(...trips)}–${Math.max(...trips)}`;
   const [library, baseline] = [warm.library.p50Ms ?? Number.NaN, warm.baseline.p50Ms ?? Number.NaN];
   return [
     {
@@ -265,7 +291,12 @@ function targetChecks(topology: Topology, warm: Measured): TargetCheck[] {
 async function measureTopology(context: BenchContext, topology: Topology): Promise<TopologyResult> {
   const prefix = benchPrefix('live');
   return withDatabase('postgres', async (database) => {
-    const bench = await startBenchApp({ database: database.options, topology, keyPrefix: prefix, counter: { flushEnabled: false } });
+    const bench = await startBenchApp({
+      database: database.options,
+      topology,
+      keyPrefix: prefix,
+      counter: { flushEnabled: false },
+    });
     const inspector = inspectionClient(topology);
     try {
       await insertRows(bench.dataSource, BenchPost, SPREAD_ROWS + PAGE_SIZE);
@@ -322,7 +353,7 @@ export const liveReads: BenchScenario = {
         `Latencies of ${iterations.toLocaleString('en-US')} sequential calls per side after a warm-up, the two sides in turns ` +
           '(one of each per iteration) so that other load on the machine falls on both alike.',
         `Round trips: counted on the module's own ioredis client over ${COUNTED_CALLS} untimed calls (every command it sends; ` +
-          'an executed pipeline counts once). Slot groups: the distinct masters serving the shards of the page\'s rows, per ' +
+          "an executed pipeline counts once). Slot groups: the distinct masters serving the shards of the page's rows, per " +
           '`CLUSTER SLOTS`. Commands/call: script calls, one per slot touched on a cluster and one per page on a single Redis, ' +
           'for the read and again for the seed on a cold page.',
         'Every overlaid value was checked against what Redis holds (the `v:` field per counter), read with a separate client.',

@@ -39,7 +39,8 @@ interface Layout {
 async function unusedPrefixOfDefaultLength(redis: Redis): Promise<string> {
   for (let attempt = 0; attempt < 32; attempt++) {
     const prefix = `m${randomBytes(1).toString('hex')}`;
-    if (prefix.length !== COUNTER_DEFAULTS.keyPrefix.length) throw new Error(`prefix ${prefix} is not as long as the default`);
+    if (prefix.length !== COUNTER_DEFAULTS.keyPrefix.length)
+      throw new Error(`prefix ${prefix} is not as long as the default`);
     if (!(await hasKeysUnder(redis, prefix))) return prefix;
   }
   throw new Error('no unused three-character key prefix found');
@@ -76,7 +77,11 @@ async function usedMemory(redis: Redis): Promise<number> {
   return Number(/used_memory:(\d+)/.exec(await redis.info('memory'))?.[1]);
 }
 
-async function writeInChunks(redis: Redis, count: number, write: (pipeline: ReturnType<Redis['pipeline']>, index: number) => void) {
+async function writeInChunks(
+  redis: Redis,
+  count: number,
+  write: (pipeline: ReturnType<Redis['pipeline']>, index: number) => void,
+) {
   for (let start = 0; start < count; start += CHUNK) {
     const pipeline = redis.pipeline();
     for (let index = start; index < Math.min(count, start + CHUNK); index++) write(pipeline, index);
@@ -90,7 +95,6 @@ async function writeInChunks(redis: Redis, count: number, write: (pipeline: Retu
  */
 const databaseValues = (id: number) => [(id * 37) % 5_000, (id * 7_919) % 5_000_000, (id * 13) % 300];
 
-
 /** The keys the module keeps for rows 1..rows of BenchPost, computed as the module computes them. */
 function layoutOf(bench: BenchApp, rows: number): Layout {
   const keys = bench.app.get(CounterKeys, { strict: false });
@@ -101,7 +105,12 @@ function layoutOf(bench: BenchApp, rows: number): Layout {
   });
   const shards = keys.shardsOf(entity.key);
   const shardKeys = shards.flatMap((shard) => [shard.dirty, shard.pending, shard.lease, shard.batch, shard.generation]);
-  return { rowKeys, shardKeys, dirtySets: shards.map((shard) => shard.dirty), pendingHashes: shards.map((shard) => shard.pending) };
+  return {
+    rowKeys,
+    shardKeys,
+    dirtySets: shards.map((shard) => shard.dirty),
+    pendingHashes: shards.map((shard) => shard.pending),
+  };
 }
 
 /** Changes all three counters of every row once, `IN_FLIGHT` increments at a time. */
@@ -142,7 +151,11 @@ async function libraryBytes(redis: Redis, layout: Layout, rows: number) {
   const rowUsage = await memoryUsage(redis, layout.rowKeys);
   const shardUsage = await memoryUsage(redis, layout.shardKeys);
   if (rowUsage.keys !== rows) throw new Error(`${rowUsage.keys} of ${rows} row hashes in Redis`);
-  return { rowHash: rowUsage.bytes / rows, shardKeys: shardUsage.bytes / rows, total: (rowUsage.bytes + shardUsage.bytes) / rows };
+  return {
+    rowHash: rowUsage.bytes / rows,
+    shardKeys: shardUsage.bytes / rows,
+    total: (rowUsage.bytes + shardUsage.bytes) / rows,
+  };
 }
 
 /** The hand-rolled layout: three plain string keys per row, the same values, no TTL. */
@@ -150,9 +163,14 @@ async function baselineBytes(redis: Redis, prefix: string, rows: number) {
   const idOf = (index: number) => Math.floor(index / 3) + 1;
   const keyOf = (index: number) => `${prefix}:post:${idOf(index)}:${COUNTER_NAMES[index % 3]}`;
   const usedMemoryPerRow = await usedMemoryGrowth(redis, rows, () =>
-    writeInChunks(redis, rows * 3, (pipeline, index) => pipeline.set(keyOf(index), databaseValues(idOf(index))[index % 3])),
+    writeInChunks(redis, rows * 3, (pipeline, index) =>
+      pipeline.set(keyOf(index), databaseValues(idOf(index))[index % 3]),
+    ),
   );
-  const usage = await memoryUsage(redis, Array.from({ length: rows * 3 }, (_, index) => keyOf(index)));
+  const usage = await memoryUsage(
+    redis,
+    Array.from({ length: rows * 3 }, (_, index) => keyOf(index)),
+  );
   if (usage.keys !== rows * 3) throw new Error(`${usage.keys} of ${rows * 3} baseline keys`);
   return { perRow: usage.bytes / rows, usedMemoryPerRow };
 }
@@ -165,7 +183,10 @@ async function positionalFieldBytes(redis: Redis, layout: Layout, rows: number):
   const whatIfKey = (index: number) => layout.rowKeys[index].replace(/:r:(?=[^:]*$)/, ':w:');
   const fields = (id: number) => Object.fromEntries(databaseValues(id).map((value, c) => [`v:${c}`, value]));
   await writeInChunks(redis, rows, (pipeline, index) => pipeline.hset(whatIfKey(index), fields(index + 1)));
-  const usage = await memoryUsage(redis, Array.from({ length: rows }, (_, index) => whatIfKey(index)));
+  const usage = await memoryUsage(
+    redis,
+    Array.from({ length: rows }, (_, index) => whatIfKey(index)),
+  );
   await writeInChunks(redis, rows, (pipeline, index) => pipeline.unlink(whatIfKey(index)));
   return usage.bytes / rows;
 }
@@ -201,7 +222,10 @@ async function measure(context: BenchContext) {
         const dirtyGrowth = await usedMemoryGrowth(redis, rows, () => makeEveryRowDirty(bench, rows));
         context.log(`${rows * 3} increments in ${((performance.now() - started) / 1000).toFixed(1)} s`);
         const dirty = await libraryBytes(redis, layout, rows);
-        const dirtyMembers = (await Promise.all(layout.dirtySets.map((key) => redis.zcard(key)))).reduce((a, b) => a + b, 0);
+        const dirtyMembers = (await Promise.all(layout.dirtySets.map((key) => redis.zcard(key)))).reduce(
+          (a, b) => a + b,
+          0,
+        );
         if (dirtyMembers !== rows) throw new Error(`${dirtyMembers} of ${rows} rows in the dirty sets`);
         const dirtyRow = await describeKey(redis, sample);
         const dirtySet = await describeKey(redis, layout.dirtySets[0]);
@@ -211,7 +235,21 @@ async function measure(context: BenchContext) {
         const baseline = await baselineBytes(redis, prefix, rows);
         const positionalFields = await positionalFieldBytes(redis, layout, rows);
 
-        return { rows, prefix, sample, clean, dirty, baseline, positionalFields, cleanGrowth, dirtyGrowth, cleanRow, dirtyRow, dirtySet, pendingHash };
+        return {
+          rows,
+          prefix,
+          sample,
+          clean,
+          dirty,
+          baseline,
+          positionalFields,
+          cleanGrowth,
+          dirtyGrowth,
+          cleanRow,
+          dirtyRow,
+          dirtySet,
+          pendingHash,
+        };
       } finally {
         await bench.close();
         await deleteKeys(redis, prefix);
@@ -242,16 +280,16 @@ function tableRow(label: string, library: Measured['clean'], usedMemoryPerRow: n
 
 function notes(m: Measured): string[] {
   return [
-    'Standalone Redis and SQLite: its table path is `bench_post`, as a user\'s (a PostgreSQL schema of the run\'s own would ' +
+    "Standalone Redis and SQLite: its table path is `bench_post`, as a user's (a PostgreSQL schema of the run's own would " +
       `lengthen every key). Key prefix \`${m.prefix}\`: unused on the server and as long as the default \`ctr\`, so keys are as ` +
       `long as a user's, e.g. \`${m.sample}\`. Module defaults (64 shards) except flushing, which is off (scheduled and on shutdown).`,
     `Row hash clean: ${m.cleanRow}; dirty: ${m.dirtyRow} (the same three v: fields: a row holds no pending change). ` +
       `One shard's dirty set (about ${Math.round(m.rows / 64).toLocaleString('en-US')} members): ${m.dirtySet}; its pending hash ` +
       `(a field "<id> <counter>" per changed counter, about ${Math.round((3 * m.rows) / 64).toLocaleString('en-US')}): ${m.pendingHash}.`,
-    'MEMORY USAGE counts the key, its value and its main-dictionary entry, not the main dictionary\'s bucket slot (8–16 bytes ' +
+    "MEMORY USAGE counts the key, its value and its main-dictionary entry, not the main dictionary's bucket slot (8–16 bytes " +
       'per key) nor, for a key with a TTL (every clean row), its expires-dictionary entry (a 24-byte dictEntry plus 8–16 bytes ' +
       `of buckets). used_memory Δ includes them (clean: ${round(m.cleanGrowth - m.clean.total)} bytes per row above MEMORY USAGE ` +
-      'in this run), but the server is shared with other users: approximate. The dirty row\'s Δ is loading plus changing.',
+      "in this run), but the server is shared with other users: approximate. The dirty row's Δ is loading plus changing.",
     `What-if, measured in this run: the same clean hash with counters named by position (\`v:0\`, \`v:1\`, \`v:2\` instead of ` +
       `\`v:like_count\` …) takes ${round(m.positionalFields)} bytes per row instead of ${round(m.clean.rowHash)}.`,
     `Baseline used_memory Δ: ${round(m.baseline.usedMemoryPerRow)} bytes per row (three keys, no TTL). A hand-rolled layout ` +
@@ -276,14 +314,19 @@ export const memoryPerRow: BenchScenario = {
       library:
         `the keys the module keeps for ${m.rows.toLocaleString('en-US')} \`BenchPost\` rows (3 counters each, realistic values) ` +
         'once `getMany` loaded them (clean) and once each counter of each row was incremented (dirty): `MEMORY USAGE … SAMPLES 0` ' +
-        'summed over every row hash and the entity\'s per-shard keys (dirty set, pending hash, generation, lease, batch), divided by the rows.',
+        "summed over every row hash and the entity's per-shard keys (dirty set, pending hash, generation, lease, batch), divided by the rows.",
       baseline:
         'a hand-rolled layout of three plain string keys per row (`<prefix>:post:<id>:like_count` …, `SET` to the same values, ' +
         'no TTL), measured the same way.',
       unit: 'bytes',
       rows: [
         tableRow(`clean: ${m.rows.toLocaleString('en-US')} rows loaded, no change waiting`, m.clean, m.cleanGrowth, m),
-        tableRow('dirty: all three counters of every row changed, not flushed', m.dirty, m.cleanGrowth + m.dirtyGrowth, m),
+        tableRow(
+          'dirty: all three counters of every row changed, not flushed',
+          m.dirty,
+          m.cleanGrowth + m.dirtyGrowth,
+          m,
+        ),
       ],
       checks,
       notes: notes(m),

@@ -13,7 +13,11 @@ export const scaleOut: BenchScenario = {
     const [single] = await measureIncrements(context, 'standalone', [CONCURRENCY]);
     const [cluster] = await measureIncrements(context, 'cluster', [CONCURRENCY]);
     const rows: BenchRow[] = [
-      { label: `CounterService.increment, concurrency ${CONCURRENCY}`, library: cluster.library, baseline: single.library },
+      {
+        label: `CounterService.increment, concurrency ${CONCURRENCY}`,
+        library: cluster.library,
+        baseline: single.library,
+      },
       { label: `raw INCR, concurrency ${CONCURRENCY}`, library: cluster.baseline!, baseline: single.baseline },
     ];
     return {

@@ -23,7 +23,8 @@ export function outcomeOfFailure(error: unknown): Exclude<IncrementOutcome, 'ack
   if (error instanceof WorkerRequestError) {
     if (REFUSED_BEFORE_SENDING.has(error.wire.name)) return 'refused';
     // CounterStoreUnavailableError says which: "nothing was sent" or "may or may not have been applied".
-    if (error.wire.name === 'CounterStoreUnavailableError' && error.wire.message.includes('nothing was sent')) return 'refused';
+    if (error.wire.name === 'CounterStoreUnavailableError' && error.wire.message.includes('nothing was sent'))
+      return 'refused';
     return 'uncertain';
   }
   if (error instanceof WorkerExitedError) return 'uncertain';

@@ -48,7 +48,11 @@ export class ChaosDeployment {
     readonly counterDefaults: WorkerCounterOptions,
   ) {}
 
-  static async create(databaseName: DatabaseName, label: string, counter: WorkerCounterOptions = {}): Promise<ChaosDeployment> {
+  static async create(
+    databaseName: DatabaseName,
+    label: string,
+    counter: WorkerCounterOptions = {},
+  ): Promise<ChaosDeployment> {
     const database = await createTestDatabase(databaseName);
     const redis = testRedis();
     const prefix = uniquePrefix(`chaos-${label}`);
@@ -124,7 +128,10 @@ export class ChaosDeployment {
   }
 
   async close(): Promise<void> {
-    const quietly = (step: () => unknown) => Promise.resolve().then(step).catch(() => undefined);
+    const quietly = (step: () => unknown) =>
+      Promise.resolve()
+        .then(step)
+        .catch(() => undefined);
     await Promise.all(this.workers.map((worker) => quietly(() => worker.destroy())));
     for (const close of this.closers.reverse()) await quietly(close);
     await quietly(() => this.observer.destroy());

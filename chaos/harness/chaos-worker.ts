@@ -22,7 +22,10 @@ const OUTPUT_KEPT_CHARS = 64_000;
 
 /** An error the worker replied with (the library's error name and message). */
 export class WorkerRequestError extends Error {
-  constructor(readonly worker: string, readonly wire: WireError) {
+  constructor(
+    readonly worker: string,
+    readonly wire: WireError,
+  ) {
     super(`${worker}: ${wire.name}: ${wire.message}`);
     this.name = wire.name;
   }
@@ -46,7 +49,11 @@ process.once('exit', () => {
 export class ChaosWorker {
   private nextId = 1;
   private readonly pending = new Map<number, Pending>();
-  private readonly reachedWaiters: Array<{ step: FlushStep; resolve(message: Reached): void; reject(error: Error): void }> = [];
+  private readonly reachedWaiters: Array<{
+    step: FlushStep;
+    resolve(message: Reached): void;
+    reject(error: Error): void;
+  }> = [];
   /** Steps reported before anyone waited for them. */
   private readonly reachedUnclaimed: Reached[] = [];
   private outputTail = '';
@@ -89,10 +96,14 @@ export class ChaosWorker {
     const worker = new ChaosWorker(config.name, child);
     let timer: NodeJS.Timeout | undefined;
     const booted = new Promise<void>((resolve, reject) => {
-      timer = setTimeout(() => reject(new Error(`worker ${config.name} did not boot within ${BOOT_TIMEOUT_MS} ms`)), BOOT_TIMEOUT_MS);
+      timer = setTimeout(
+        () => reject(new Error(`worker ${config.name} did not boot within ${BOOT_TIMEOUT_MS} ms`)),
+        BOOT_TIMEOUT_MS,
+      );
       child.on('message', (message: WorkerMessage) => {
         if (message.kind === 'ready') resolve();
-        if (message.kind === 'boot-failed') reject(new Error(`worker ${config.name} failed to boot: ${message.error.message}`));
+        if (message.kind === 'boot-failed')
+          reject(new Error(`worker ${config.name} failed to boot: ${message.error.message}`));
       });
       void worker.exited.then(({ code, signal }) =>
         reject(new Error(`worker ${config.name} exited during boot (${signal ?? code}):\n${worker.output}`)),

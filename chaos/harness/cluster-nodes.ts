@@ -89,7 +89,15 @@ export async function startupOf(port: number): Promise<NodeStartup> {
     const pid = Number(infoField(await node.info('server'), 'process_id'));
     const get = async (name: string) => ((await node.config('GET', name)) as string[])[1] ?? '';
     const args = ['--port', String(port), '--bind', HOST, '--daemonize', 'yes', '--cluster-enabled', 'yes'];
-    for (const name of ['cluster-config-file', 'cluster-node-timeout', 'dir', 'logfile', 'pidfile', 'save', 'appendonly']) {
+    for (const name of [
+      'cluster-config-file',
+      'cluster-node-timeout',
+      'dir',
+      'logfile',
+      'pidfile',
+      'save',
+      'appendonly',
+    ]) {
       args.push(`--${name}`, await get(name));
     }
     return { port, pid, args };
@@ -109,10 +117,16 @@ export async function killNode(startup: NodeStartup): Promise<void> {
  */
 export async function restartNode(startup: NodeStartup): Promise<void> {
   if (await nodeAnswers(startup.port)) return;
-  const masters = (await Promise.all(CLUSTER_PORTS.filter((port) => port !== startup.port).map((port) => roleOf(port).catch(() => undefined))))
+  const masters = (
+    await Promise.all(
+      CLUSTER_PORTS.filter((port) => port !== startup.port).map((port) => roleOf(port).catch(() => undefined)),
+    )
+  )
     .filter((node) => node?.role === 'master')
     .map((node) => node!.port);
-  const delays = await Promise.all(masters.map((port) => onNode(port, (node) => node.config('GET', 'repl-diskless-sync-delay')) as Promise<string[]>));
+  const delays = await Promise.all(
+    masters.map((port) => onNode(port, (node) => node.config('GET', 'repl-diskless-sync-delay')) as Promise<string[]>),
+  );
   await Promise.all(masters.map((port) => onNode(port, (node) => node.config('SET', 'repl-diskless-sync-delay', '0'))));
   try {
     await run('redis-server', startup.args);
@@ -120,7 +134,11 @@ export async function restartNode(startup: NodeStartup): Promise<void> {
     await waitUntilHealthy();
   } finally {
     await Promise.all(
-      masters.map((port, i) => onNode(port, (node) => node.config('SET', 'repl-diskless-sync-delay', delays[i][1] ?? '5')).catch(() => undefined)),
+      masters.map((port, i) =>
+        onNode(port, (node) => node.config('SET', 'repl-diskless-sync-delay', delays[i][1] ?? '5')).catch(
+          () => undefined,
+        ),
+      ),
     );
   }
 }
@@ -135,7 +153,11 @@ export async function failoverTo(replicaPort: number): Promise<void> {
 
 /** Waits until `port` reports itself master (an automatic failover after its master died). */
 export async function waitForPromotion(port: number, timeoutMs = 20_000): Promise<void> {
-  await waitFor(`node ${port} promoted`, timeoutMs, async () => (await roleOf(port).catch(() => undefined))?.role === 'master');
+  await waitFor(
+    `node ${port} promoted`,
+    timeoutMs,
+    async () => (await roleOf(port).catch(() => undefined))?.role === 'master',
+  );
 }
 
 /**
@@ -148,16 +170,21 @@ export async function clusterProblem(ports = CLUSTER_PORTS): Promise<string | un
     const problem = await onNode(port, async (node) => {
       const info = String(await node.cluster('INFO'));
       if (infoField(info, 'cluster_state') !== 'ok') return `cluster_state:${infoField(info, 'cluster_state')}`;
-      const lines = String(await node.cluster('NODES')).trim().split('\n').map((line) => line.split(' '));
+      const lines = String(await node.cluster('NODES'))
+        .trim()
+        .split('\n')
+        .map((line) => line.split(' '));
       const odd = lines.filter((fields) => /fail|handshake|noaddr/.test(fields[2]) || fields[7] !== 'connected');
       if (odd.length > 0) return `sees ${odd.map((fields) => `${fields[1]} ${fields[2]} ${fields[7]}`).join(', ')}`;
       const masters = lines.filter((fields) => fields[2].includes('master')).length;
       const replicas = lines.filter((fields) => fields[2].includes('slave')).length;
-      if (masters !== ports.length / 2 || replicas !== ports.length / 2) return `sees ${masters} masters, ${replicas} replicas`;
+      if (masters !== ports.length / 2 || replicas !== ports.length / 2)
+        return `sees ${masters} masters, ${replicas} replicas`;
       // Redis 7 lists a replica in CLUSTER SLOTS only once its first sync is done; clients (and so the
       // claim's WAIT) know of the replicas from there.
       const ranges = (await node.cluster('SLOTS')) as unknown[][];
-      if (ranges.length === 0 || ranges.some((range) => range.length < 4)) return 'CLUSTER SLOTS lists a range without replica';
+      if (ranges.length === 0 || ranges.some((range) => range.length < 4))
+        return 'CLUSTER SLOTS lists a range without replica';
       const replication = await node.info('replication');
       if (infoField(replication, 'role') === 'master') return undefined;
       const link = infoField(replication, 'master_link_status');
@@ -210,8 +237,12 @@ export async function replicaCaughtUp(masterPort: number, replicaPort: number, t
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const at = Date.now();
-    const masterOffset = Number(infoField(await onNode(masterPort, (node) => node.info('replication')), 'master_repl_offset'));
-    const replicaOffset = Number(infoField(await onNode(replicaPort, (node) => node.info('replication')), 'slave_repl_offset'));
+    const masterOffset = Number(
+      infoField(await onNode(masterPort, (node) => node.info('replication')), 'master_repl_offset'),
+    );
+    const replicaOffset = Number(
+      infoField(await onNode(replicaPort, (node) => node.info('replication')), 'slave_repl_offset'),
+    );
     if (replicaOffset >= masterOffset) return at;
     if (Date.now() > deadline) throw new Error(`replica ${replicaPort} never caught up with ${masterPort}`);
     await sleep(5);

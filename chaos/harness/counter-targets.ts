@@ -18,14 +18,20 @@ export const targetKey = (target: CounterTarget) => `${target.entity}:${target.i
 const COUNTED = {
   Article: { target: Article, properties: { like_count: 'likeCount', view_count: 'viewCount' } },
   Remark: { target: Remark, properties: { reply_count: 'replyCount' } },
-} as const satisfies Partial<Record<CountedEntityName, { target: Function; properties: Record<string, string> }>>;
+} as const satisfies Partial<
+  Record<CountedEntityName, { target: abstract new () => unknown; properties: Record<string, string> }>
+>;
 
 /**
  * Inserts `count` articles with assorted start values; returns both counters of each as targets. Their
  * ids follow each other (so they share a shard or two: a shard takes runs of 100 integer ids), unless
  * `spreadOver` gives the key layout to spread them over every shard of.
  */
-export async function insertArticleTargets(dataSource: DataSource, count: number, spreadOver?: CounterKeys): Promise<CounterTarget[]> {
+export async function insertArticleTargets(
+  dataSource: DataSource,
+  count: number,
+  spreadOver?: CounterKeys,
+): Promise<CounterTarget[]> {
   const likes = Array.from({ length: count }, (_, i) => (i * 7) % 11);
   const ids = await insertArticles(dataSource, likes, 3, spreadOver && spreadIds(spreadOver, count));
   return ids.flatMap((id) => [
@@ -35,8 +41,16 @@ export async function insertArticleTargets(dataSource: DataSource, count: number
 }
 
 /** Inserts `count` remarks (string ids with `{`, `}` and `:`); returns their counter as targets. */
-export async function insertRemarkTargets(dataSource: DataSource, count: number, idPrefix: string): Promise<CounterTarget[]> {
-  const ids = await insertRemarks(dataSource, Array.from({ length: count }, (_, i) => i % 4), idPrefix);
+export async function insertRemarkTargets(
+  dataSource: DataSource,
+  count: number,
+  idPrefix: string,
+): Promise<CounterTarget[]> {
+  const ids = await insertRemarks(
+    dataSource,
+    Array.from({ length: count }, (_, i) => i % 4),
+    idPrefix,
+  );
   return ids.map((id) => ({ entity: 'Remark' as const, id, counter: 'reply_count' }));
 }
 

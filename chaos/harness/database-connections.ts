@@ -35,7 +35,8 @@ export async function killWorkerConnections(observer: DataSource, tag: string): 
     await observer.query(`KILL CONNECTION ${Number(id)}`).then(
       () => killed++,
       (error: { errno?: number }) => {
-        if (error.errno !== 1094 && (error as { driverError?: { errno?: number } }).driverError?.errno !== 1094) throw error;
+        if (error.errno !== 1094 && (error as { driverError?: { errno?: number } }).driverError?.errno !== 1094)
+          throw error;
       },
     );
   }

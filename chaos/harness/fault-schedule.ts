@@ -34,7 +34,10 @@ export interface FaultEpisode {
 
 /** Milliseconds an episode is planned to take, quiet time included (boots and drains come on top). */
 export const plannedMs = (episode: FaultEpisode) =>
-  episode.quietMs + (episode.kind === 'flush-storm' ? episode.extra * 30 : episode.durationMs + (episode.kind === 'instance-killed' ? episode.extra : 0));
+  episode.quietMs +
+  (episode.kind === 'flush-storm'
+    ? episode.extra * 30
+    : episode.durationMs + (episode.kind === 'instance-killed' ? episode.extra : 0));
 
 export function faultSchedule(seed: number, totalMs: number, instances: number): FaultEpisode[] {
   const random = seededRandom(seed);
@@ -45,9 +48,15 @@ export function faultSchedule(seed: number, totalMs: number, instances: number):
     [firstRound[i], firstRound[j]] = [firstRound[j], firstRound[i]];
   }
   const episodes: FaultEpisode[] = [];
-  for (let planned = 0; planned < totalMs || firstRound.length > 0; ) {
+  for (let planned = 0; planned < totalMs || firstRound.length > 0;) {
     const kind = firstRound.shift() ?? FAULT_KINDS[Math.floor(random() * FAULT_KINDS.length)];
-    const episode: FaultEpisode = { kind, quietMs: between(200, 1_200), instance: between(0, instances - 1), durationMs: 0, extra: 0 };
+    const episode: FaultEpisode = {
+      kind,
+      quietMs: between(200, 1_200),
+      instance: between(0, instances - 1),
+      durationMs: 0,
+      extra: 0,
+    };
     switch (kind) {
       case 'instance-killed':
         episode.durationMs = between(0, 400);

@@ -19,7 +19,8 @@ export async function redisBacklog(redis: AnyRedis, prefix: string): Promise<Red
   const backlog: RedisBacklog = { dirtyIds: 0, batches: 0, leases: 0 };
   for (const key of keys) {
     // The dirty set was a set, and is a sorted set (by age) since the library's status() came.
-    if (key.endsWith(':dirty')) backlog.dirtyIds += (await redis.type(key)) === 'zset' ? await redis.zcard(key) : await redis.scard(key);
+    if (key.endsWith(':dirty'))
+      backlog.dirtyIds += (await redis.type(key)) === 'zset' ? await redis.zcard(key) : await redis.scard(key);
     else if (key.endsWith(':batch')) backlog.batches++;
     else if (key.endsWith(':lease')) backlog.leases++;
   }
@@ -54,6 +55,9 @@ export async function flushUntilSettled(
 }
 
 /** Sum of one field over flush reports. */
-export function total(reports: WireFlushReport[], field: 'batches' | 'rows' | 'recoveredBatches' | 'busyShards' | 'failedShards'): number {
+export function total(
+  reports: WireFlushReport[],
+  field: 'batches' | 'rows' | 'recoveredBatches' | 'busyShards' | 'failedShards',
+): number {
   return reports.reduce((sum, report) => sum + report[field], 0);
 }

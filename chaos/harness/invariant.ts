@@ -37,7 +37,13 @@ export interface InvariantInput {
   sampler?: DatabaseSampler;
 }
 
-export async function checkInvariant({ dataSource, targets, start, tally, sampler }: InvariantInput): Promise<InvariantFigures> {
+export async function checkInvariant({
+  dataSource,
+  targets,
+  start,
+  tally,
+  sampler,
+}: InvariantInput): Promise<InvariantFigures> {
   const end = await readTargets(dataSource, targets);
   const figures: InvariantFigures = {
     acknowledged: 0,

@@ -26,7 +26,12 @@ export async function readThrough(worker: ChaosWorker, targets: CounterTarget[])
 
 /** `CounterService.get` of one target through a worker. */
 export function getThrough(worker: ChaosWorker, target: CounterTarget): Promise<number> {
-  return worker.request<number>({ op: 'get', entity: target.entity as CountedEntityName, rowId: target.id, counter: target.counter });
+  return worker.request<number>({
+    op: 'get',
+    entity: target.entity as CountedEntityName,
+    rowId: target.id,
+    counter: target.counter,
+  });
 }
 
 /** Target keys whose values differ between two reads, as `key: a ≠ b` (at most `limit`). */

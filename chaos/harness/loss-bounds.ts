@@ -50,4 +50,3 @@ export function lossBounds(input: LossBoundsInput): LossBounds {
     exceeded,
   };
 }
-

@@ -33,12 +33,21 @@ export async function articleRowsLocked(dataSource: DataSource, ids: number[]): 
   try {
     await runner.connect();
     await runner.startTransaction();
-    const table = dataSource.getMetadata(Article).tablePath.split('.').map((part) => dataSource.driver.escape(part)).join('.');
-    const placeholders = ids.map((_, i) => (dataSource.driver.options.type === 'postgres' ? `$${i + 1}` : '?')).join(', ');
+    const table = dataSource
+      .getMetadata(Article)
+      .tablePath.split('.')
+      .map((part) => dataSource.driver.escape(part))
+      .join('.');
+    const placeholders = ids
+      .map((_, i) => (dataSource.driver.options.type === 'postgres' ? `$${i + 1}` : '?'))
+      .join(', ');
     await runner.query(`SELECT id FROM ${table} WHERE id IN (${placeholders}) FOR UPDATE NOWAIT`, ids);
     return false;
   } catch (error) {
-    const driverError = ((error as { driverError?: unknown }).driverError ?? error) as { code?: string; errno?: number };
+    const driverError = ((error as { driverError?: unknown }).driverError ?? error) as {
+      code?: string;
+      errno?: number;
+    };
     // PostgreSQL: lock_not_available. MariaDB: lock wait timeout (what NOWAIT raises there), MySQL: ER_LOCK_NOWAIT.
     if (driverError.code === '55P03' || driverError.errno === 1205 || driverError.errno === 3572) return true;
     throw error;

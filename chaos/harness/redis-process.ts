@@ -11,7 +11,10 @@ import { sleep } from './time.js';
  * A redis-server of the deployment's own (its workers get `server.url`), stopped with the deployment,
  * and the parent's client to inspect it (it outlives restarts: ioredis reconnects).
  */
-export async function privateRedisFor(deployment: ChaosDeployment, args: string[] = []): Promise<{ server: PrivateRedis; inspector: Redis }> {
+export async function privateRedisFor(
+  deployment: ChaosDeployment,
+  args: string[] = [],
+): Promise<{ server: PrivateRedis; inspector: Redis }> {
   const server = await PrivateRedis.start(args);
   deployment.onClose(() => server.stop());
   const inspector = new Redis(server.url, { protocol: 2, maxRetriesPerRequest: 1 });

@@ -69,12 +69,22 @@ export class ReverseOrderLocker {
   ) {}
 
   /** Starts the loop on `table` (unquoted name in the deployment's schema or database) over `ids`. */
-  static async start(database: TestDatabase, table: string, ids: number[], options: LockerOptions): Promise<ReverseOrderLocker> {
+  static async start(
+    database: TestDatabase,
+    table: string,
+    ids: number[],
+    options: LockerOptions,
+  ): Promise<ReverseOrderLocker> {
     const connection = database.name === 'postgres' ? await postgres(database) : await mariadb(database);
     const placeholder = database.name === 'postgres' ? '$1' : '?';
     const quoted = database.name === 'postgres' ? `"${table}"` : `\`${table}\``;
     const descending = [...ids].sort((a, b) => b - a);
-    const locker = new ReverseOrderLocker(connection, `UPDATE ${quoted} SET title = title WHERE id = ${placeholder}`, descending, options);
+    const locker = new ReverseOrderLocker(
+      connection,
+      `UPDATE ${quoted} SET title = title WHERE id = ${placeholder}`,
+      descending,
+      options,
+    );
     locker.before = await connection.counters();
     locker.loop = locker.run();
     return locker;
@@ -100,7 +110,9 @@ export class ReverseOrderLocker {
       const after = await this.connection.counters();
       this.figures.serverDeadlocks = after.deadlocks - this.before.deadlocks;
       this.figures.serverRowLockWaits =
-        after.rowLockWaits === null || this.before.rowLockWaits === null ? null : after.rowLockWaits - this.before.rowLockWaits;
+        after.rowLockWaits === null || this.before.rowLockWaits === null
+          ? null
+          : after.rowLockWaits - this.before.rowLockWaits;
     } finally {
       await this.connection.close();
     }
@@ -135,15 +147,28 @@ export class ReverseOrderLocker {
 }
 
 async function postgres(database: TestDatabase): Promise<Connection> {
-  const options = database.options as { host: string; port: number; username: string; database: string; schema: string };
-  const client = new pg.Client({ host: options.host, port: options.port, user: options.username, database: options.database });
+  const options = database.options as {
+    host: string;
+    port: number;
+    username: string;
+    database: string;
+    schema: string;
+  };
+  const client = new pg.Client({
+    host: options.host,
+    port: options.port,
+    user: options.username,
+    database: options.database,
+  });
   await client.connect();
   await client.query(`SET search_path TO "${options.schema}"`);
   const code = (error: unknown) => (error as { code?: string }).code;
   return {
     query: (sql, params) => client.query(sql, params as unknown[]),
     counters: async () => {
-      const { rows } = await client.query<{ deadlocks: string }>('SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()');
+      const { rows } = await client.query<{ deadlocks: string }>(
+        'SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()',
+      );
       return { deadlocks: Number(rows[0].deadlocks), rowLockWaits: null };
     },
     isDeadlock: (error) => code(error) === '40P01',
@@ -153,7 +178,13 @@ async function postgres(database: TestDatabase): Promise<Connection> {
 }
 
 async function mariadb(database: TestDatabase): Promise<Connection> {
-  const options = database.options as { host: string; port: number; username: string; password: string; database: string };
+  const options = database.options as {
+    host: string;
+    port: number;
+    username: string;
+    password: string;
+    database: string;
+  };
   const connection = await mysql.createConnection({
     host: options.host,
     port: options.port,
@@ -168,7 +199,10 @@ async function mariadb(database: TestDatabase): Promise<Connection> {
   const errno = (error: unknown) => (error as { errno?: number }).errno;
   return {
     query: (sql, params) => connection.query(sql, params),
-    counters: async () => ({ deadlocks: await status('Innodb_deadlocks'), rowLockWaits: await status('Innodb_row_lock_waits') }),
+    counters: async () => ({
+      deadlocks: await status('Innodb_deadlocks'),
+      rowLockWaits: await status('Innodb_row_lock_waits'),
+    }),
     isDeadlock: (error) => errno(error) === 1213,
     isLockTimeout: (error) => errno(error) === 1205,
     close: () => connection.end(),

@@ -42,7 +42,10 @@ export class TimedDeltas extends AcknowledgedDeltas {
   describeFailures(origin: number, limit = 10): string {
     const failed = this.select(({ outcome }) => outcome !== 'acknowledged').slice(0, limit);
     const said = [...this.errors].map(([name, count]) => `${name}×${count}: ${this.firstMessages.get(name)}`);
-    const when = failed.map(({ sentAt, worker, target, outcome }) => `${outcome} at ${sentAt - origin} ms via ${worker} (${targetKey(target)})`);
+    const when = failed.map(
+      ({ sentAt, worker, target, outcome }) =>
+        `${outcome} at ${sentAt - origin} ms via ${worker} (${targetKey(target)})`,
+    );
     return [...said, ...when].join('; ');
   }
 

@@ -32,7 +32,10 @@ export function renderTable(results: ScenarioResult[]): string {
         `${detailsOf(result).replaceAll('|', '\\|')} |`,
     );
   }
-  const run = ordered.map((result) => result.recordedAt).filter(Boolean).sort();
+  const run = ordered
+    .map((result) => result.recordedAt)
+    .filter(Boolean)
+    .sort();
   lines.push('', `Run of ${run[0]?.slice(0, 10) ?? 'unknown date'}, ${ordered.length} results.`);
   return lines.join('\n');
 }

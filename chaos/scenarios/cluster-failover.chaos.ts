@@ -195,7 +195,13 @@ describe.each(CHAOS_DATABASES)('scenario 6: Redis Cluster failover under load, o
       batchesApplied: total([...reports, ...final], 'batches'),
       ledgerRows,
     };
-    recordResult({ scenario: '6a cluster failover (graceful)', database: databaseName, ...figures, durationMs: Date.now() - run.began, details });
+    recordResult({
+      scenario: '6a cluster failover (graceful)',
+      database: databaseName,
+      ...figures,
+      durationMs: Date.now() - run.began,
+      details,
+    });
 
     // A manual failover pauses writes on the old master until its replica has caught up: an increment
     // held there past redisCommandTimeoutMs times out, its outcome unknown (uncertain), as any timeout.
@@ -224,7 +230,9 @@ describe.each(CHAOS_DATABASES)('scenario 6: Redis Cluster failover under load, o
 
     const bound = lossBound(tally, caughtUpAt, promotedAt, run.onVictim);
     const overBound = lossesOverBound(run, end, bound);
-    const outage = tally.select((i) => i.settledAt >= killedAt && i.settledAt <= promotedAt && run.onVictim(targetKey(i.target)));
+    const outage = tally.select(
+      (i) => i.settledAt >= killedAt && i.settledAt <= promotedAt && run.onVictim(targetKey(i.target)),
+    );
     const after = reports.filter((report) => report.startedAt > promotedAt && !report.error);
     const details = {
       seed: run.seed,
@@ -245,10 +253,18 @@ describe.each(CHAOS_DATABASES)('scenario 6: Redis Cluster failover under load, o
       ledgerRows,
       redisDataLossDetected: statuses.some((status) => status.lastRedisDataLoss !== null),
     };
-    recordResult({ scenario: '6b cluster master killed', database: databaseName, ...figures, durationMs: Date.now() - run.began, details });
+    recordResult({
+      scenario: '6b cluster master killed',
+      database: databaseName,
+      ...figures,
+      durationMs: Date.now() - run.began,
+      details,
+    });
 
     expect(figures).toMatchObject({ duplicated: 0, backwards: 0 });
-    expect(overBound, 'targets that lost more than was acknowledged on the master since its replica caught up').toEqual([]);
+    expect(overBound, 'targets that lost more than was acknowledged on the master since its replica caught up').toEqual(
+      [],
+    );
     expect(figures.lost).toBeLessThanOrEqual(details.lossBound);
     // Increments to the dead master's slots failed, and only as an unavailable store.
     expect(details.failedOnVictimDuringFailover).toBeGreaterThan(0);
@@ -282,8 +298,12 @@ describe.each(CHAOS_DATABASES)('scenario 6: Redis Cluster failover under load, o
 
     const bound = lossBound(tally, caughtUpAt, promotedAt, run.onVictim);
     const overBound = lossesOverBound(run, end, bound);
-    const claimedInLedgerAfter = (await Promise.all(claimedOnMaster.map((id) => batchInLedger(deployment.observer, id)))).filter(Boolean);
-    const whilePaused = tally.select((i) => i.settledAt >= pausedAt && i.settledAt < killedAt && run.onVictim(targetKey(i.target)));
+    const claimedInLedgerAfter = (
+      await Promise.all(claimedOnMaster.map((id) => batchInLedger(deployment.observer, id)))
+    ).filter(Boolean);
+    const whilePaused = tally.select(
+      (i) => i.settledAt >= pausedAt && i.settledAt < killedAt && run.onVictim(targetKey(i.target)),
+    );
     const details = {
       seed: run.seed,
       victimMaster: run.victim,
@@ -306,7 +326,13 @@ describe.each(CHAOS_DATABASES)('scenario 6: Redis Cluster failover under load, o
       ledgerRows,
       redisDataLossDetected: statuses.some((status) => status.lastRedisDataLoss !== null),
     };
-    recordResult({ scenario: '6c replica lagging, master killed', database: databaseName, ...figures, durationMs: Date.now() - run.began, details });
+    recordResult({
+      scenario: '6c replica lagging, master killed',
+      database: databaseName,
+      ...figures,
+      durationMs: Date.now() - run.began,
+      details,
+    });
 
     // The claim's WAIT saw no replica confirm: the flush failed, the batch stayed claimed on the master,
     // unwritten.
@@ -316,7 +342,9 @@ describe.each(CHAOS_DATABASES)('scenario 6: Redis Cluster failover under load, o
     expect(writtenWhileLagging.filter(Boolean)).toEqual([]);
     expect(details.killedWhileReplicaPaused).toBe(true);
     expect(figures).toMatchObject({ duplicated: 0, backwards: 0 });
-    expect(overBound, 'targets that lost more than was acknowledged on the master since its replica caught up').toEqual([]);
+    expect(overBound, 'targets that lost more than was acknowledged on the master since its replica caught up').toEqual(
+      [],
+    );
     expect(figures.lost).toBeLessThanOrEqual(details.lossBound);
     expect(ledgerRows).toBe(details.batchesApplied);
     expect(final.filter((report) => report.error)).toEqual([]);
@@ -345,10 +373,16 @@ function mostTargets(masters: number[]): number {
  * `until` (the replica seen promoted; no reply of the dead master can come later), which the promoted
  * replica may lack.
  */
-function lossBound(tally: TimedDeltas, since: number, until: number, onVictim: (key: string) => boolean): Map<string, number> {
+function lossBound(
+  tally: TimedDeltas,
+  since: number,
+  until: number,
+  onVictim: (key: string) => boolean,
+): Map<string, number> {
   return TimedDeltas.byTarget(
     tally.select(
-      (i) => i.outcome === 'acknowledged' && i.settledAt >= since && i.settledAt <= until && onVictim(targetKey(i.target)),
+      (i) =>
+        i.outcome === 'acknowledged' && i.settledAt >= since && i.settledAt <= until && onVictim(targetKey(i.target)),
     ),
   );
 }

@@ -120,9 +120,14 @@ describe.each(CHAOS_DATABASES)('scenario 3: the database down during the flushes
       // Mid-outage, with the load drained: each instance reads exactly start + acknowledged, from Redis,
       // while the database is behind.
       await load.useWorkers([]);
-      const expectedLive = new Map(targets.map((target) => [targetKey(target), start.get(targetKey(target))! + tally.acknowledged(target)]));
+      const expectedLive = new Map(
+        targets.map((target) => [targetKey(target), start.get(targetKey(target))! + tally.acknowledged(target)]),
+      );
       const servedMidOutage = await Promise.all(workers.map((worker) => readThrough(worker, targets)));
-      const inDatabaseMidOutage = [...(await readTargets(observer, targets))].reduce((sum, [key, value]) => sum + value - start.get(key)!, 0);
+      const inDatabaseMidOutage = [...(await readTargets(observer, targets))].reduce(
+        (sum, [key, value]) => sum + value - start.get(key)!,
+        0,
+      );
       const acknowledgedMidOutage = tally.totalAcknowledged;
       await load.useWorkers(workers);
       await sleep(OUTAGE_MS / 2);
@@ -187,24 +192,35 @@ describe.each(CHAOS_DATABASES)('scenario 3: the database down during the flushes
         for (const { status } of seen) expect(status.pendingRows).toBeGreaterThan(0);
         expect(new Set(seen.map(({ status }) => status.lastSuccessfulFlushAt?.getTime())).size).toBe(1);
         const [first, last] = [seen[0], seen.at(-1)!];
-        expect(last.status.oldestPendingAgeMs! - first.status.oldestPendingAgeMs!).toBeGreaterThanOrEqual(last.at - first.at - 100);
+        expect(last.status.oldestPendingAgeMs! - first.status.oldestPendingAgeMs!).toBeGreaterThanOrEqual(
+          last.at - first.at - 100,
+        );
 
         // Soft from here: a library that fails one of these is reported on all of them.
         // Each failure drew its delay in [c/2, c], c = min(max, interval · 2^n): exponential, capped, jittered.
         const { retries, gaps } = backoff[i];
-        expect.soft(retries.length, `${worker.name}: failed flush attempts during the outage`).toBeGreaterThanOrEqual(FAILURES_WANTED);
+        expect
+          .soft(retries.length, `${worker.name}: failed flush attempts during the outage`)
+          .toBeGreaterThanOrEqual(FAILURES_WANTED);
         expect.soft(retries.map(({ attempt }) => attempt)).toEqual(retries.map((_, n) => n + 1));
         for (const { attempt, delayMs } of retries) {
           const ceiling = backoffCeiling(attempt, FLUSH_INTERVAL_MS, MAX_BACKOFF_MS);
           expect.soft(delayMs, `attempt ${attempt}`).toBeGreaterThanOrEqual(ceiling / 2);
           expect.soft(delayMs, `attempt ${attempt}`).toBeLessThanOrEqual(ceiling);
         }
-        const atCeiling = retries.filter(({ attempt }) => backoffCeiling(attempt, FLUSH_INTERVAL_MS, MAX_BACKOFF_MS) === MAX_BACKOFF_MS);
-        expect.soft(new Set(atCeiling.map(({ delayMs }) => delayMs)).size, 'jitter: delays at the ceiling differ').toBeGreaterThan(1);
+        const atCeiling = retries.filter(
+          ({ attempt }) => backoffCeiling(attempt, FLUSH_INTERVAL_MS, MAX_BACKOFF_MS) === MAX_BACKOFF_MS,
+        );
+        expect
+          .soft(new Set(atCeiling.map(({ delayMs }) => delayMs)).size, 'jitter: delays at the ceiling differ')
+          .toBeGreaterThan(1);
         // status() saw the attempts no sooner than the delays allowed, so the gaps grew with them.
         expect.soft(gaps.length, `${worker.name}: gaps seen through status()`).toBeGreaterThanOrEqual(3);
-        for (const { attempt, delayMs, gapMs } of gaps) expect.soft(gapMs, `gap after attempt ${attempt}`).toBeGreaterThanOrEqual(delayMs);
-        expect.soft(recoveryMs[i], `${worker.name}: flushing again by itself once the database was back${stuck[i]}`).not.toBeNull();
+        for (const { attempt, delayMs, gapMs } of gaps)
+          expect.soft(gapMs, `gap after attempt ${attempt}`).toBeGreaterThanOrEqual(delayMs);
+        expect
+          .soft(recoveryMs[i], `${worker.name}: flushing again by itself once the database was back${stuck[i]}`)
+          .not.toBeNull();
       }
 
       expect(figures.wrong).toEqual([]);
@@ -221,7 +237,9 @@ describe.each(CHAOS_DATABASES)('scenario 3: the database down during the flushes
     const targets = await insertArticleTargets(observer, ROWS);
     const start = await readTargets(observer, targets);
     const tag = prefix;
-    const workers = await deployment.startWorkers(['a', 'b'], { database: taggedConnection(deployment.database.options, tag) });
+    const workers = await deployment.startWorkers(['a', 'b'], {
+      database: taggedConnection(deployment.database.options, tag),
+    });
     const sampler = deployment.startSampler(targets);
     const tally = new TimedDeltas();
     const load = deployment.startLoad({ targets, workers, seed, tally });
@@ -230,7 +248,13 @@ describe.each(CHAOS_DATABASES)('scenario 3: the database down during the flushes
     // Every row in Redis first (a read loads it): the kills must not catch an increment loading its row.
     await readThrough(workers[0], targets);
 
-    const rounds: Array<{ victim: string; batchId: string; killed: number; committedAtKill: boolean; error: string | null }> = [];
+    const rounds: Array<{
+      victim: string;
+      batchId: string;
+      killed: number;
+      committedAtKill: boolean;
+      error: string | null;
+    }> = [];
     for (let round = 0; round < KILL_ROUNDS; round++) {
       const victim = workers[round % workers.length];
       const failedBefore = (await victim.status()).lastFailedFlushAt?.getTime() ?? 0;
@@ -252,7 +276,13 @@ describe.each(CHAOS_DATABASES)('scenario 3: the database down during the flushes
         10_000,
         `${victim.name}'s flush failing after its connection was killed`,
       );
-      rounds.push({ victim: victim.name, batchId: reached.batchId!, killed, committedAtKill, error: failed.lastFlushError });
+      rounds.push({
+        victim: victim.name,
+        batchId: reached.batchId!,
+        killed,
+        committedAtKill,
+        error: failed.lastFlushError,
+      });
       await sleep(300);
     }
 

@@ -70,7 +70,9 @@ describe.each(CHAOS_DATABASES)('scenario 1: a flusher killed with SIGKILL at eac
     const ledgerAtKill = await deployment.ledgerRows();
     const expected = AT_THE_KILL[step];
     expect(reached.batchId, 'the step names its batch').toBeTruthy();
-    expect(await batchInRedis(redis, prefix, reached.batchId!), 'batch recorded in Redis at the kill').toBe(expected.inRedis);
+    expect(await batchInRedis(redis, prefix, reached.batchId!), 'batch recorded in Redis at the kill').toBe(
+      expected.inRedis,
+    );
     expect(await batchInLedger(observer, reached.batchId!), 'batch in the ledger at the kill').toBe(expected.inLedger);
     if (step === 'in-transaction') expect(lockedAtStep, 'rows locked by the uncommitted UPDATE').toBe(true);
     expect(await articleRowsLocked(observer, articleIds), 'rows locked once the victim is dead').toBe(false);
@@ -92,7 +94,13 @@ describe.each(CHAOS_DATABASES)('scenario 1: a flusher killed with SIGKILL at eac
       batchesBeforeKill: ledgerAtKill,
       ledgerRows,
     };
-    recordResult({ scenario: `1 killed at ${step}`, database: databaseName, ...figures, durationMs: Date.now() - began, details });
+    recordResult({
+      scenario: `1 killed at ${step}`,
+      database: databaseName,
+      ...figures,
+      durationMs: Date.now() - began,
+      details,
+    });
 
     expect(figures.wrong).toEqual([]);
     expect(figures).toMatchObject({ lost: 0, duplicated: 0, uncertain: 0, backwards: 0 });

@@ -83,7 +83,13 @@ describe.each(CHAOS_DATABASES)('scenario 2: a flusher paused past its lease, the
       batchesApplied: total(reports, 'batches'),
       ledgerRows,
     };
-    recordResult({ scenario: `2 frozen at ${step}`, database: databaseName, ...figures, durationMs: Date.now() - began, details });
+    recordResult({
+      scenario: `2 frozen at ${step}`,
+      database: databaseName,
+      ...figures,
+      durationMs: Date.now() - began,
+      details,
+    });
 
     expect(figures.wrong).toEqual([]);
     expect(figures).toMatchObject({ lost: 0, duplicated: 0, uncertain: 0, backwards: 0 });
@@ -92,7 +98,8 @@ describe.each(CHAOS_DATABASES)('scenario 2: a flusher paused past its lease, the
     // command whose reply sat unread in the kernel times out, and the connection is replaced. So the
     // thawed sleeper may report a Redis timeout, and refuse increments while it reconnects; both are
     // fail-fast outcomes (nothing acknowledged is lost, nothing is counted twice), counted in the figures.
-    const unavailable = (message: string) => message.startsWith('Redis did not answer') || message.startsWith('Redis is not available');
+    const unavailable = (message: string) =>
+      message.startsWith('Redis did not answer') || message.startsWith('Redis is not available');
     expect(
       [...tally.errors.keys()].filter((name) => name !== 'CounterStoreUnavailableError'),
       JSON.stringify([...tally.firstMessages]),

@@ -36,7 +36,13 @@ const STOPPING_INSTANCE = {
 };
 
 /** Increments through `worker` for `ms`; returns what was acknowledged. */
-async function countFor(deployment: ChaosDeployment, ms: number, targets: CounterTarget[], worker: ChaosWorker, seed: number) {
+async function countFor(
+  deployment: ChaosDeployment,
+  ms: number,
+  targets: CounterTarget[],
+  worker: ChaosWorker,
+  seed: number,
+) {
   const load = deployment.startLoad({ targets, workers: [worker], seed });
   await sleep(ms);
   return load.stop();
@@ -76,8 +82,20 @@ describe.each(CHAOS_DATABASES)('scenario 9: SIGTERM with pending deltas, on %s',
     const left = await redisBacklog(redis, prefix);
     await sampler.stop();
     const figures = await checkInvariant({ dataSource: observer, targets, start, tally, sampler });
-    const details = { seed, pendingAtSigterm: pending.dirtyIds, exitedWithinGrace, shutdownMs, exit: exit.signal ?? exit.code };
-    recordResult({ scenario: '9 SIGTERM, database up', database: databaseName, ...figures, durationMs: Date.now() - began, details });
+    const details = {
+      seed,
+      pendingAtSigterm: pending.dirtyIds,
+      exitedWithinGrace,
+      shutdownMs,
+      exit: exit.signal ?? exit.code,
+    };
+    recordResult({
+      scenario: '9 SIGTERM, database up',
+      database: databaseName,
+      ...figures,
+      durationMs: Date.now() - began,
+      details,
+    });
 
     expect(pending.dirtyIds, 'deltas pending in Redis at the SIGTERM').toBeGreaterThan(0);
     expect(exitedWithinGrace).toBe(true);
@@ -100,7 +118,11 @@ describe.each(CHAOS_DATABASES)('scenario 9: SIGTERM with pending deltas, on %s',
       const targets = await insertArticleTargets(observer, ROWS);
       const start = await readTargets(observer, targets);
       const { proxy, options } = await deployment.databaseProxy();
-      const instance = await deployment.startWorker({ name: 'stopping', database: options, counter: STOPPING_INSTANCE });
+      const instance = await deployment.startWorker({
+        name: 'stopping',
+        database: options,
+        counter: STOPPING_INSTANCE,
+      });
       const sampler = deployment.startSampler(targets);
       const tally = await countFor(deployment, LOAD_MS, targets, instance, seed);
       const pending = await redisBacklog(redis, prefix);
@@ -128,7 +150,13 @@ describe.each(CHAOS_DATABASES)('scenario 9: SIGTERM with pending deltas, on %s',
         successorBatches: total(reports, 'batches'),
         successorRecovered: total(reports, 'recoveredBatches'),
       };
-      recordResult({ scenario: `9 SIGTERM, database down (${outage})`, database: databaseName, ...figures, durationMs: Date.now() - began, details });
+      recordResult({
+        scenario: `9 SIGTERM, database down (${outage})`,
+        database: databaseName,
+        ...figures,
+        durationMs: Date.now() - began,
+        details,
+      });
 
       expect(pending.dirtyIds, 'deltas pending in Redis at the SIGTERM').toBeGreaterThan(0);
       // Nothing reached the database, and every delta is still in Redis: dirty, or claimed in a batch.

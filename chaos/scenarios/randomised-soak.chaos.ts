@@ -37,11 +37,16 @@ describe.each(CHAOS_DATABASES)('scenario 10: randomised soak, on %s', (databaseN
     `a seeded mix of faults for ${SOAK_MS} ms: exact in the end`,
     async () => {
       const schedule = faultSchedule(SEED, SOAK_MS, INSTANCES);
-      console.log(`chaos 10 soak on ${databaseName}: CHAOS_SEED=${SEED} CHAOS_SOAK_MS=${SOAK_MS} (${schedule.length} episodes planned)`);
+      console.log(
+        `chaos 10 soak on ${databaseName}: CHAOS_SEED=${SEED} CHAOS_SOAK_MS=${SOAK_MS} (${schedule.length} episodes planned)`,
+      );
       const began = Date.now();
       deployment = await ChaosDeployment.create(databaseName, 's10', { shards: SHARDS });
       const { observer, redis, prefix } = deployment;
-      const targets = [...(await insertArticleTargets(observer, 100)), ...(await insertRemarkTargets(observer, 50, prefix))];
+      const targets = [
+        ...(await insertArticleTargets(observer, 100)),
+        ...(await insertRemarkTargets(observer, 50, prefix)),
+      ];
       const start = await readTargets(observer, targets);
       const ledgerBefore = await deployment.ledgerRows();
       const fleet = await SoakFleet.start(deployment, INSTANCES);
@@ -91,7 +96,13 @@ describe.each(CHAOS_DATABASES)('scenario 10: randomised soak, on %s', (databaseN
         ledgerRows,
         schedule,
       };
-      recordResult({ scenario: '10 randomised soak', database: databaseName, ...figures, durationMs: Date.now() - began, details });
+      recordResult({
+        scenario: '10 randomised soak',
+        database: databaseName,
+        ...figures,
+        durationMs: Date.now() - began,
+        details,
+      });
 
       expect(figures.wrong).toEqual([]);
       expect(figures).toMatchObject({ lost: 0, duplicated: 0, backwards: 0 });

@@ -44,9 +44,19 @@ interface RestartCase {
 }
 
 const CASES: RestartCase[] = [
-  { label: 'appendfsync always', key: 'always', redisArgs: ['--appendonly', 'yes', '--appendfsync', 'always'], keeps: 'everything' },
+  {
+    label: 'appendfsync always',
+    key: 'always',
+    redisArgs: ['--appendonly', 'yes', '--appendfsync', 'always'],
+    keeps: 'everything',
+  },
   { label: 'no persistence', key: 'none', redisArgs: [], keeps: 'nothing' },
-  { label: 'appendfsync everysec', key: 'everysec', redisArgs: ['--appendonly', 'yes', '--appendfsync', 'everysec'], keeps: 'measured' },
+  {
+    label: 'appendfsync everysec',
+    key: 'everysec',
+    redisArgs: ['--appendonly', 'yes', '--appendfsync', 'everysec'],
+    keeps: 'measured',
+  },
 ];
 
 /** Resolves once an increment sent at or after `at` is acknowledged. */
@@ -129,7 +139,15 @@ describe.each(CHAOS_DATABASES)('scenario 5: Redis killed and restarted, on %s', 
       const figures = await checkInvariant({ dataSource: observer, targets, start, tally, sampler });
       const end = await readTargets(observer, targets);
       const lastComplete = flusher.lastCompleteBefore(signalledAt);
-      const bounds = lossBounds({ targets, start, atRestart, end, tally, goneAt, lastCompleteFlushStartedAt: lastComplete?.startedAt });
+      const bounds = lossBounds({
+        targets,
+        start,
+        atRestart,
+        end,
+        tally,
+        goneAt,
+        lastCompleteFlushStartedAt: lastComplete?.startedAt,
+      });
       const keptEverything = servedAfterRestart.every((served) =>
         [...keptRange].every(([target, [low, high]]) => served.get(target)! >= low && served.get(target)! <= high),
       );
@@ -153,7 +171,10 @@ describe.each(CHAOS_DATABASES)('scenario 5: Redis killed and restarted, on %s', 
         database: databaseName,
         ...figures,
         durationMs: Date.now() - began,
-        details: { ...details, injected: `redis-server (${redisArgs.join(' ') || 'save "", appendonly no'}) SIGKILLed under load, down ${DOWN_MS} ms, restarted` },
+        details: {
+          ...details,
+          injected: `redis-server (${redisArgs.join(' ') || 'save "", appendonly no'}) SIGKILLed under load, down ${DOWN_MS} ms, restarted`,
+        },
       });
 
       // Down: reads fell back to the database, whatever the persistence.

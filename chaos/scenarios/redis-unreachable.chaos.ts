@@ -117,7 +117,11 @@ describe.each(CHAOS_DATABASES)('scenario 4: Redis unreachable, on %s', (database
 
       // Mid-outage: status() still answers; reads are the database's values (frozen: nothing can be
       // claimed from Redis), through getMany and get, each within the bound.
-      const statuses = await within(Promise.all(workers.map((worker) => worker.status())), FAIL_FAST_BOUND_MS * 4, 'status() during the outage');
+      const statuses = await within(
+        Promise.all(workers.map((worker) => worker.status())),
+        FAIL_FAST_BOUND_MS * 4,
+        'status() during the outage',
+      );
       const databaseBefore = await readTargets(observer, targets);
       const many = await Promise.all(workers.map((worker) => timed(() => readThrough(worker, targets))));
       const one = await Promise.all(workers.map((worker) => timed(() => getThrough(worker, targets[0]))));
@@ -141,7 +145,10 @@ describe.each(CHAOS_DATABASES)('scenario 4: Redis unreachable, on %s', (database
       const figures = await checkInvariant({ dataSource: observer, targets, start, tally, sampler });
 
       const failed = tally.select(({ outcome }) => outcome !== 'acknowledged');
-      const slowestFailure = failed.reduce((slowest, increment) => (increment.latencyMs > slowest.latencyMs ? increment : slowest), failed[0]);
+      const slowestFailure = failed.reduce(
+        (slowest, increment) => (increment.latencyMs > slowest.latencyMs ? increment : slowest),
+        failed[0],
+      );
       const duringOutage = tally.select(({ sentAt }) => sentAt >= downAt && sentAt < upAt);
       const details = {
         seed,
@@ -155,7 +162,8 @@ describe.each(CHAOS_DATABASES)('scenario 4: Redis unreachable, on %s', (database
         worstFailedSentAtMs: slowestFailure ? slowestFailure.sentAt - downAt : null,
         worstIncrementDuringOutageMs: Math.round(worst(duringOutage.map(({ latencyMs }) => latencyMs))),
         worstReadMs: Math.round(worst([...many, ...one].map(({ ms }) => ms))),
-        acknowledgedAfterReturn: tally.select(({ outcome, sentAt }) => outcome === 'acknowledged' && sentAt >= upAt).length,
+        acknowledgedAfterReturn: tally.select(({ outcome, sentAt }) => outcome === 'acknowledged' && sentAt >= upAt)
+          .length,
         recoveryMs: recoveryMs.map((ms) => ms ?? 'none').join('/'),
         flushedAgainMs: flushedAgainMs.map((ms) => ms ?? 'none').join('/'),
         errors: [...tally.errors].map(([name, count]) => `${name}×${count}`).join(','),
@@ -172,14 +180,16 @@ describe.each(CHAOS_DATABASES)('scenario 4: Redis unreachable, on %s', (database
       expect(failed.length, 'increments failed during the outage').toBeGreaterThan(0);
       expect([...tally.errors.keys()], tally.describeFailures(downAt)).toEqual(['CounterStoreUnavailableError']);
       expect(details.worstFailedIncrementMs).toBeLessThanOrEqual(FAIL_FAST_BOUND_MS);
-      if (kind === 'blackhole') expect(tally.calls.uncertain, 'commands sent into the blackhole timed out').toBeGreaterThan(0);
+      if (kind === 'blackhole')
+        expect(tally.calls.uncertain, 'commands sent into the blackhole timed out').toBeGreaterThan(0);
 
       // Reads fell back to the database, within the bound; status() said Redis was away.
       for (const { value } of many) expect(differences(value, databaseBefore)).toEqual([]);
       for (const { value } of one) expect(value).toBe(databaseBefore.get(targetKey(targets[0])));
       expect(differences(databaseBefore, databaseAfter)).toEqual([]);
       expect(details.worstReadMs).toBeLessThanOrEqual(FAIL_FAST_BOUND_MS);
-      for (const status of statuses) expect(status).toMatchObject({ redisAvailable: false, pendingRows: null, oldestPendingAgeMs: null });
+      for (const status of statuses)
+        expect(status).toMatchObject({ redisAvailable: false, pendingRows: null, oldestPendingAgeMs: null });
 
       // Back by themselves, no restart; and Redis came back with its data, which nobody took for a loss.
       expect(recoveryMs, 'ms until each instance counted again').not.toContain(null);

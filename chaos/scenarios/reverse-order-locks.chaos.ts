@@ -28,77 +28,91 @@ const ROWS = 30;
 const SHARDS = 2;
 const RUN_MS = 4_000;
 
-describe.each(DATABASES)('scenario 8: an outside transaction locking the rows in reverse order, on %s', (databaseName) => {
-  let deployment: ChaosDeployment | undefined;
-  afterEach(async () => {
-    await deployment?.close();
-    deployment = undefined;
-  });
+describe.each(DATABASES)(
+  'scenario 8: an outside transaction locking the rows in reverse order, on %s',
+  (databaseName) => {
+    let deployment: ChaosDeployment | undefined;
+    afterEach(async () => {
+      await deployment?.close();
+      deployment = undefined;
+    });
 
-  it('flushes never report a deadlock, and the database is exact', async () => {
-    const began = Date.now();
-    const seed = testSeed();
-    deployment = await ChaosDeployment.create(databaseName, 's8', { shards: SHARDS });
-    const { observer, redis, prefix } = deployment;
-    const targets = await insertArticleTargets(observer, ROWS);
-    const start = await readTargets(observer, targets);
-    const ledgerBefore = await deployment.ledgerRows();
-    const ids = [...new Set(targets.map((target) => target.id as number))];
-    const table = observer.getMetadata(Article).tableName;
+    it('flushes never report a deadlock, and the database is exact', async () => {
+      const began = Date.now();
+      const seed = testSeed();
+      deployment = await ChaosDeployment.create(databaseName, 's8', { shards: SHARDS });
+      const { observer, redis, prefix } = deployment;
+      const targets = await insertArticleTargets(observer, ROWS);
+      const start = await readTargets(observer, targets);
+      const ledgerBefore = await deployment.ledgerRows();
+      const ids = [...new Set(targets.map((target) => target.id as number))];
+      const table = observer.getMetadata(Article).tableName;
 
-    const workers = await deployment.startWorkers(Array.from({ length: INSTANCES }, (_, i) => `flusher-${i + 1}`));
-    const sampler = deployment.startSampler(targets);
-    const load = deployment.startLoad({ targets, workers, seed });
-    const loops = new FlushLoops(20);
-    for (const worker of workers) loops.add(worker);
-    deployment.onClose(() => loops.stop());
-    const locker = await ReverseOrderLocker.start(deployment.database, table, ids, { rowPauseMs: 1, transactionPauseMs: 5 });
-    deployment.onClose(() => locker.close());
+      const workers = await deployment.startWorkers(Array.from({ length: INSTANCES }, (_, i) => `flusher-${i + 1}`));
+      const sampler = deployment.startSampler(targets);
+      const load = deployment.startLoad({ targets, workers, seed });
+      const loops = new FlushLoops(20);
+      for (const worker of workers) loops.add(worker);
+      deployment.onClose(() => loops.stop());
+      const locker = await ReverseOrderLocker.start(deployment.database, table, ids, {
+        rowPauseMs: 1,
+        transactionPauseMs: 5,
+      });
+      deployment.onClose(() => locker.close());
 
-    await sleep(RUN_MS);
-    const contention = await locker.stop();
-    const tally = await load.stop();
-    const reports = await loops.stop();
-    const final = await flushUntilSettled(workers[0], redis, prefix);
-    await sampler.stop();
-    const figures = await checkInvariant({ dataSource: observer, targets, start, tally, sampler });
-    const ledgerRows = (await deployment.ledgerRows()) - ledgerBefore;
-    // The flushing sessions end with their workers: PostgreSQL publishes their deadlock counts then.
-    await Promise.all(workers.map((worker) => worker.destroy()));
-    await sleep(500);
-    const server = await locker.close();
+      await sleep(RUN_MS);
+      const contention = await locker.stop();
+      const tally = await load.stop();
+      const reports = await loops.stop();
+      const final = await flushUntilSettled(workers[0], redis, prefix);
+      await sampler.stop();
+      const figures = await checkInvariant({ dataSource: observer, targets, start, tally, sampler });
+      const ledgerRows = (await deployment.ledgerRows()) - ledgerBefore;
+      // The flushing sessions end with their workers: PostgreSQL publishes their deadlock counts then.
+      await Promise.all(workers.map((worker) => worker.destroy()));
+      await sleep(500);
+      const server = await locker.close();
 
-    const all = [...reports, ...final];
-    const details = {
-      seed,
-      instances: INSTANCES,
-      outsideTransactions: contention.transactions,
-      outsideCommitted: contention.committed,
-      outsideDeadlockVictim: contention.deadlocks,
-      outsideLockTimeouts: contention.lockTimeouts,
-      outsideWaitedStatements: contention.waitedStatements,
-      outsideLongestWaitMs: contention.longestWaitMs,
-      serverDeadlocks: server.serverDeadlocks,
-      // The server's other deadlocks: broken by rolling back a flush's transaction (which the library ran
-      // again), unless other sessions on the same server deadlocked meanwhile (the counter is server-wide).
-      flushDeadlockVictims: server.serverDeadlocks - contention.deadlocks,
-      serverRowLockWaits: server.serverRowLockWaits ?? 'n/a',
-      flushes: reports.length,
-      flushErrors: all.filter((report) => report.error).length,
-      batchesApplied: total(all, 'batches'),
-      ledgerRows,
-    };
-    recordResult({ scenario: '8 reverse-order outside transaction', database: databaseName, ...figures, durationMs: Date.now() - began, details });
+      const all = [...reports, ...final];
+      const details = {
+        seed,
+        instances: INSTANCES,
+        outsideTransactions: contention.transactions,
+        outsideCommitted: contention.committed,
+        outsideDeadlockVictim: contention.deadlocks,
+        outsideLockTimeouts: contention.lockTimeouts,
+        outsideWaitedStatements: contention.waitedStatements,
+        outsideLongestWaitMs: contention.longestWaitMs,
+        serverDeadlocks: server.serverDeadlocks,
+        // The server's other deadlocks: broken by rolling back a flush's transaction (which the library ran
+        // again), unless other sessions on the same server deadlocked meanwhile (the counter is server-wide).
+        flushDeadlockVictims: server.serverDeadlocks - contention.deadlocks,
+        serverRowLockWaits: server.serverRowLockWaits ?? 'n/a',
+        flushes: reports.length,
+        flushErrors: all.filter((report) => report.error).length,
+        batchesApplied: total(all, 'batches'),
+        ledgerRows,
+      };
+      recordResult({
+        scenario: '8 reverse-order outside transaction',
+        database: databaseName,
+        ...figures,
+        durationMs: Date.now() - began,
+        details,
+      });
 
-    expect(all.filter((report) => report.error).map((report) => `${report.error!.name}: ${report.error!.message}`)).toEqual([]);
-    expect(contention.otherErrors).toEqual([]);
-    expect(contention.lockTimeouts).toBe(0);
-    // The two sides did contend: the outside transaction waited for a flush, or deadlocked with one.
-    expect(contention.waitedStatements + contention.deadlocks).toBeGreaterThan(0);
-    expect(figures.wrong).toEqual([]);
-    expect(figures).toMatchObject({ lost: 0, duplicated: 0, uncertain: 0, backwards: 0 });
-    expect(figures.inDatabase).toBe(figures.acknowledged);
-    expect(tally.calls.refused, [...tally.errors].join(', ')).toBe(0);
-    expect(ledgerRows).toBe(details.batchesApplied);
-  });
-});
+      expect(
+        all.filter((report) => report.error).map((report) => `${report.error!.name}: ${report.error!.message}`),
+      ).toEqual([]);
+      expect(contention.otherErrors).toEqual([]);
+      expect(contention.lockTimeouts).toBe(0);
+      // The two sides did contend: the outside transaction waited for a flush, or deadlocked with one.
+      expect(contention.waitedStatements + contention.deadlocks).toBeGreaterThan(0);
+      expect(figures.wrong).toEqual([]);
+      expect(figures).toMatchObject({ lost: 0, duplicated: 0, uncertain: 0, backwards: 0 });
+      expect(figures.inDatabase).toBe(figures.acknowledged);
+      expect(tally.calls.refused, [...tally.errors].join(', ')).toBe(0);
+      expect(ledgerRows).toBe(details.batchesApplied);
+    });
+  },
+);

@@ -74,7 +74,13 @@ describe.each(CHAOS_DATABASES)('scenario 7: five instances flushing at the same 
       busyShards: total(reports, 'busyShards'),
       slowestFlushMs: Math.round(Math.max(...reports.map((report) => report.durationMs))),
     };
-    recordResult({ scenario: '7 five simultaneous flushers', database: databaseName, ...figures, durationMs: Date.now() - began, details });
+    recordResult({
+      scenario: '7 five simultaneous flushers',
+      database: databaseName,
+      ...figures,
+      durationMs: Date.now() - began,
+      details,
+    });
 
     expect(figures.wrong).toEqual([]);
     expect(figures).toMatchObject({ lost: 0, duplicated: 0, uncertain: 0, backwards: 0 });

@@ -103,7 +103,11 @@ export class FlushStepHooks {
     const createQueryRunner = dataSource.createQueryRunner.bind(dataSource);
     dataSource.createQueryRunner = (mode) => {
       const runner = createQueryRunner(mode);
-      const query = runner.query.bind(runner) as (sql: string, params?: unknown[], structured?: boolean) => Promise<unknown>;
+      const query = runner.query.bind(runner) as (
+        sql: string,
+        params?: unknown[],
+        structured?: boolean,
+      ) => Promise<unknown>;
       const commit = runner.commitTransaction.bind(runner);
       let batchId: string | undefined;
       let updated = false;

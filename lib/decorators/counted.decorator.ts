@@ -18,8 +18,7 @@ import type { CountedOptions, CountedPropertyMetadata } from '../interfaces/coun
 export function Counted(name?: string, options: CountedOptions = {}): PropertyDecorator {
   return (target, propertyKey) => {
     const propertyName = String(propertyKey);
-    const inherited: CountedPropertyMetadata[] =
-      Reflect.getMetadata(COUNTED_METADATA, target.constructor) ?? [];
+    const inherited: CountedPropertyMetadata[] = Reflect.getMetadata(COUNTED_METADATA, target.constructor) ?? [];
     // A copy, so that decorating a subclass never adds counters to its parent.
     const own = [...inherited, { propertyName, counterName: name ?? propertyName, options }];
     Reflect.defineMetadata(COUNTED_METADATA, own, target.constructor);
@@ -27,6 +26,6 @@ export function Counted(name?: string, options: CountedOptions = {}): PropertyDe
 }
 
 /** The counted properties declared on an entity class (and its parents). */
-export function getCountedProperties(target: Function): CountedPropertyMetadata[] {
+export function getCountedProperties(target: object): CountedPropertyMetadata[] {
   return Reflect.getMetadata(COUNTED_METADATA, target) ?? [];
 }

@@ -1,4 +1,5 @@
 export * from './counted-options.interface.js';
+export * from './entity-class.interface.js';
 export * from './counter-module-options.interface.js';
 export * from './flush-report.interface.js';
 export * from './counter-status.interface.js';

@@ -1,4 +1,11 @@
-import { dumpedHashFields, emptyDumpString, forEachDumpedHashEntry, textOf, type DumpString, type HashEntryVisitor } from './hash-dump.js';
+import {
+  dumpedHashFields,
+  emptyDumpString,
+  forEachDumpedHashEntry,
+  textOf,
+  type DumpString,
+  type HashEntryVisitor,
+} from './hash-dump.js';
 import { IntegerRowIndex } from './integer-row-index.js';
 
 /**
@@ -47,7 +54,9 @@ const SAFE_DIGITS = 15;
 export function batchRowsOf(hash: BatchHash, counters: string[], numericIds = false): ClaimedRows {
   // Made at the size of a batch whose rows each change every counter, the usual one: grown one push at a
   // time instead, the arrays of a 520-row batch were copied nine times over (a fifth of a flush's garbage).
-  const expectedRows = Math.ceil((('payload' in hash ? dumpedHashFields(hash.payload) : undefined) ?? 0) / counters.length);
+  const expectedRows = Math.ceil(
+    (('payload' in hash ? dumpedHashFields(hash.payload) : undefined) ?? 0) / counters.length,
+  );
   const reader = new BatchReader(counterNamesOf(counters), numericIds, expectedRows);
   if ('payload' in hash) forEachDumpedHashEntry(hash.payload, reader);
   else forEachEntry(hash.entries, reader);

@@ -40,13 +40,13 @@ export type ShardSeedResult = (number[] | null)[] | null;
 export type ClaimOutcome = { dataLost: boolean; generation: number } & (
   | { kind: 'busy' }
   | { kind: 'empty' }
-  | {
+  | ({
       kind: 'batch';
       recovered: boolean;
       batchId: string;
       /** Rows of the shard still dirty after this claim. */
       moreRows: number;
-    } & ClaimedRows
+    } & ClaimedRows)
 );
 
 /**
@@ -146,7 +146,8 @@ export class CounterStore {
         const rows: (number | null)[][] = new Array(encodedIds.length);
         for (let row = 0; row < rows.length; row++) {
           const counts: (number | null)[] = new Array(counters.length);
-          for (let counter = 0; counter < counts.length; counter++, at++) counts[counter] = values[at] === '' ? null : Number(values[at]);
+          for (let counter = 0; counter < counts.length; counter++, at++)
+            counts[counter] = values[at] === '' ? null : Number(values[at]);
           rows[row] = counts;
         }
         results[index] = { generation, values: rows };
@@ -211,7 +212,8 @@ export class CounterStore {
     if (kind === 'busy' || kind === 'empty') return { kind, dataLost, generation };
     const batchId = String(reply[3]);
     // No batch when every change netted to zero (the claim kept none: batchId is '').
-    const claimed = batchId === '' ? NO_BATCH_ROWS : await this.claimedRows(shard, (reply[5] as Buffer | undefined) ?? null, request);
+    const claimed =
+      batchId === '' ? NO_BATCH_ROWS : await this.claimedRows(shard, (reply[5] as Buffer | undefined) ?? null, request);
     return {
       kind: 'batch',
       dataLost,
@@ -243,7 +245,9 @@ export class CounterStore {
       Date.now(),
       ...request.counters,
     ];
-    const reply = (await this.runner.onShard(shard, (target, done) => target.nestjsCounterClaimBuffer(...args, done))) as ClaimReply;
+    const reply = (await this.runner.onShard(shard, (target, done) =>
+      target.nestjsCounterClaimBuffer(...args, done),
+    )) as ClaimReply;
     const kind = String(reply[0]);
     if ((kind === 'claimed' || kind === 'pending') && String(reply[3]) !== '') await this.runner.awaitReplicas(shard);
     return reply;
@@ -286,8 +290,18 @@ export class CounterStore {
     missingEncodedIds: string[],
   ): Promise<boolean> {
     const keys = [shard.batch, shard.lease, shard.generation, shard.dirty, shard.pending];
-    const args = [shard.rowPrefix, batchId, token, release ? '1' : '0', counters.length, ...counters, ...missingEncodedIds];
-    const reply = await this.runner.callOnShard(shard, (target, done) => target.nestjsCounterAck(...keys, ...args, done));
+    const args = [
+      shard.rowPrefix,
+      batchId,
+      token,
+      release ? '1' : '0',
+      counters.length,
+      ...counters,
+      ...missingEncodedIds,
+    ];
+    const reply = await this.runner.callOnShard(shard, (target, done) =>
+      target.nestjsCounterAck(...keys, ...args, done),
+    );
     return Number(reply) === 1;
   }
 
@@ -301,7 +315,16 @@ export class CounterStore {
   async giveBack(shard: ShardKeys, batchId: string, token: string, unknownDeltas: string[]): Promise<boolean> {
     const reply = await this.runner.call(async () => {
       const given = await this.runner.onShard(shard, (target, done) =>
-        target.nestjsCounterGiveBack(shard.batch, shard.unknown, shard.lease, batchId, token, this.rowTtlSeconds, ...unknownDeltas, done),
+        target.nestjsCounterGiveBack(
+          shard.batch,
+          shard.unknown,
+          shard.lease,
+          batchId,
+          token,
+          this.rowTtlSeconds,
+          ...unknownDeltas,
+          done,
+        ),
       );
       if (Number(given) === 1) await this.runner.awaitReplicas(shard);
       return given;

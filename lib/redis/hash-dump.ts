@@ -193,7 +193,7 @@ class RdbReader {
 function lzfDecompress(data: Buffer, from: number, to: number, length: number): Buffer {
   const output = Buffer.allocUnsafe(length);
   let out = 0;
-  for (let at = from; at < to; ) {
+  for (let at = from; at < to;) {
     const control = data[at++];
     if (control < 32) {
       // A literal run of control + 1 bytes.

@@ -72,8 +72,15 @@ export class IncrementSender {
     const calls = runner
       .callsBySlot(requests)
       .flatMap((indexes) => chunks([...groupBy(indexes, rowOf).values()].flat(), MAX_CHANGES_PER_CALL));
-    const settled = await runner.sendPerNode(requests, calls, (target, indexes) => this.sendMany(target, requests, indexes));
-    calls.forEach((indexes, call) => settleChanges(indexes.map((index) => queued[index]), ...settled[call]));
+    const settled = await runner.sendPerNode(requests, calls, (target, indexes) =>
+      this.sendMany(target, requests, indexes),
+    );
+    calls.forEach((indexes, call) =>
+      settleChanges(
+        indexes.map((index) => queued[index]),
+        ...settled[call],
+      ),
+    );
   }
 
   /** One change, in the one-change script. */
@@ -91,7 +98,7 @@ export class IncrementSender {
     if (indexes.length === 1) return this.sendOne(target, requests[indexes[0]]);
     const keys: string[] = [];
     const args: Arg[] = [this.rowTtlSeconds];
-    for (let first = 0; first < indexes.length; ) {
+    for (let first = 0; first < indexes.length;) {
       let end = first + 1;
       while (end < indexes.length && sameRow(requests[indexes[end]], requests[indexes[first]])) end++;
       const { shard, encodedId } = requests[indexes[first]];
@@ -117,7 +124,11 @@ function bound(value: number): Arg {
  * (two values per change, or the new value alone of the one change applied by INCREMENT_ONE_LUA), or
  * all refused with its error.
  */
-function settleChanges(changes: Queued<IncrementRequest, IncrementOutcome>[], error: Error | null, reply: unknown): void {
+function settleChanges(
+  changes: Queued<IncrementRequest, IncrementOutcome>[],
+  error: Error | null,
+  reply: unknown,
+): void {
   if (error) {
     const refused = toStoreError(error);
     for (const { reject } of changes) reject(refused);

@@ -54,7 +54,9 @@ export class CounterKeys {
    * own, every transaction then writing nearly every page of its table.
    */
   shardOf(encodedId: string): number {
-    const end = isIntegerText(encodedId) ? Math.max(encodedId.startsWith('-') ? 1 : 0, encodedId.length - RUN_DIGITS) : encodedId.length;
+    const end = isIntegerText(encodedId)
+      ? Math.max(encodedId.startsWith('-') ? 1 : 0, encodedId.length - RUN_DIGITS)
+      : encodedId.length;
     let hash = 0x811c9dc5;
     for (let i = 0; i < end; i++) {
       hash ^= encodedId.charCodeAt(i);

@@ -128,7 +128,9 @@ export function isCluster(client: RedisClient): client is Cluster {
 function replaysCommands(client: RedisClient): boolean {
   if (isCluster(client)) {
     const { enableOfflineQueue, retryDelayOnFailover, redisOptions = {} } = client.options;
-    return enableOfflineQueue !== false || retryDelayOnFailover !== 0 || redisOptions.autoResendUnfulfilledCommands !== false;
+    return (
+      enableOfflineQueue !== false || retryDelayOnFailover !== 0 || redisOptions.autoResendUnfulfilledCommands !== false
+    );
   }
   return client.options.autoResendUnfulfilledCommands !== false || client.options.enableOfflineQueue !== false;
 }

@@ -28,7 +28,9 @@ type ScriptName = keyof typeof SCRIPTS;
 /** A command's reply, handed over as it arrives (ioredis calls a command's last argument so). */
 export type ReplyCallback = (error: Error | null | undefined, reply?: unknown) => void;
 /** Each script as a command; `defineCommand` also makes the `…Buffer` form, whose strings come as Buffers. */
-type ScriptCommands<R> = { [name in ScriptName | 'nestjsCounterClaimBuffer']: (...args: Array<Arg | ReplyCallback>) => R };
+type ScriptCommands<R> = {
+  [name in ScriptName | 'nestjsCounterClaimBuffer']: (...args: Array<Arg | ReplyCallback>) => R;
+};
 export type ScriptClient = RedisClient & ScriptCommands<Promise<unknown>>;
 export interface ScriptPipeline extends ChainableCommander, ScriptCommands<ScriptPipeline> {}
 /** Where a call goes: the client itself (a lone call) or a pipeline; what both offer. */

@@ -5,7 +5,13 @@ import { MAX_ROWS_PER_CALL } from '../counter.constants.js';
 import { groupBy } from '../collections.js';
 import type { ShardKeys } from './keys.js';
 import { isCluster, type RedisClient } from './redis-connection.js';
-import { withScripts, type CallTarget, type ReplyCallback, type ScriptClient, type ScriptPipeline } from './script-commands.js';
+import {
+  withScripts,
+  type CallTarget,
+  type ReplyCallback,
+  type ScriptClient,
+  type ScriptPipeline,
+} from './script-commands.js';
 import { TickQueue, type Queued } from './tick-queue.js';
 
 /**
@@ -33,7 +39,9 @@ interface ShardCall {
 export class ScriptRunner {
   readonly client: ScriptClient;
   /** Flush calls of single shards (claims, acks, releases): see `onShard`. */
-  private readonly shardCalls = new TickQueue<ShardCall, unknown>(Number.POSITIVE_INFINITY, 0, (queued) => this.sendShardCalls(queued));
+  private readonly shardCalls = new TickQueue<ShardCall, unknown>(Number.POSITIVE_INFINITY, 0, (queued) =>
+    this.sendShardCalls(queued),
+  );
 
   /** @param replicaWaitMs on a cluster, how long `awaitReplicas` waits for a master's replicas. */
   constructor(
@@ -76,7 +84,10 @@ export class ScriptRunner {
   }
 
   /** One script call per shard, in one pipeline per node (see `runPerCall`). */
-  runPerShard<T extends { shard: ShardKeys }>(requests: T[], send: (target: CallTarget, request: T) => unknown): Promise<unknown[]> {
+  runPerShard<T extends { shard: ShardKeys }>(
+    requests: T[],
+    send: (target: CallTarget, request: T) => unknown,
+  ): Promise<unknown[]> {
     return this.runPerCall(
       requests,
       requests.map((_, index) => [index]),
@@ -176,7 +187,9 @@ export class ScriptRunner {
     const [master, ...replicas] = this.client.slots[shard.slot] ?? [];
     if (!master || replicas.length === 0) return;
     // WAIT names no key, so the cluster would route it anywhere: send it on the master's own connection.
-    const connection = this.client.nodes('master').find((node) => `${node.options.host}:${node.options.port}` === master);
+    const connection = this.client
+      .nodes('master')
+      .find((node) => `${node.options.host}:${node.options.port}` === master);
     if (!connection) throw new CounterReplicationLagError(MESSAGES.claimNotReplicated(0, replicas.length, 0));
     const confirmed = await connection.wait(replicas.length, this.replicaWaitMs);
     if (confirmed < replicas.length) {

@@ -58,7 +58,8 @@ export class BetterSqlite3Statements {
   }
 
   private statement(sql: string): PreparedStatement {
-    const connection = (this.dataSource.driver as unknown as { databaseConnection: BetterSqlite3Connection }).databaseConnection;
+    const connection = (this.dataSource.driver as unknown as { databaseConnection: BetterSqlite3Connection })
+      .databaseConnection;
     // A data source destroyed and initialized again has a new connection: statements are the old one's.
     if (connection !== this.preparedOn) {
       this.prepared.clear();

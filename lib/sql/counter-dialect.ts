@@ -118,7 +118,13 @@ export function fixedIntegerRange(type: string, unsigned: boolean): [number, num
  * `size` parameters in all, those past the rows null. The array is made at its full size at once:
  * lengthened afterwards, V8 may keep it as a dictionary, which costs every later read of it.
  */
-export function rowParams(rows: DeltaRows, from: number, to: number, width: number, size = (to - from) * (1 + width)): unknown[] {
+export function rowParams(
+  rows: DeltaRows,
+  from: number,
+  to: number,
+  width: number,
+  size = (to - from) * (1 + width),
+): unknown[] {
   const params: unknown[] = new Array(size);
   let at = 0;
   for (let r = from; r < to; r++) {

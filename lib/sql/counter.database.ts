@@ -66,7 +66,9 @@ export class CounterDatabase {
     return this.bounded('reading counters', () => this.readCountersNow(entity, ids)).catch((error: Error) => {
       // The caller asked for a counter: it gets a counter error, with the driver's as its cause.
       if (error instanceof CounterError) throw error;
-      throw new CounterDatabaseUnavailableError(MESSAGES.databaseFailed('reading counters', error.message), { cause: error });
+      throw new CounterDatabaseUnavailableError(MESSAGES.databaseFailed('reading counters', error.message), {
+        cause: error,
+      });
     });
   }
 
@@ -190,9 +192,16 @@ export class CounterDatabase {
     const ledger = this.ledger();
     const ledgerColumns = ['batchId', 'entity', 'shard', 'rowCount', 'appliedAt'];
     const now = Date.now();
-    const params = batches.flatMap((batch) => [batch.batchId, batch.entity.key, batch.shard, batch.rows.ids.length, now]);
+    const params = batches.flatMap((batch) => [
+      batch.batchId,
+      batch.entity.key,
+      batch.shard,
+      batch.rows.ids.length,
+      now,
+    ]);
     const tuples = batches.map(
-      (_, b) => `(${ledgerColumns.map((_, c) => this.dialect.placeholder(b * ledgerColumns.length + c + 1)).join(', ')})`,
+      (_, b) =>
+        `(${ledgerColumns.map((_, c) => this.dialect.placeholder(b * ledgerColumns.length + c + 1)).join(', ')})`,
     );
     try {
       await runner.query(
@@ -281,7 +290,9 @@ export class CounterDatabase {
     });
     // UUIDs compare without regard to case in the database; other string keys may not.
     const canonical = (id: unknown) => (entity.uuidId ? String(id).toLowerCase() : String(id));
-    const present = new Set(existing.map((row) => canonical((row as Record<string, unknown>)[entity.primary.propertyName])));
+    const present = new Set(
+      existing.map((row) => canonical((row as Record<string, unknown>)[entity.primary.propertyName])),
+    );
     const missing: number[] = [];
     for (let row = from; row < to; row++) if (!present.has(canonical(ids[row]))) missing.push(row);
     return missing;

@@ -7,7 +7,11 @@ import type { DeltaBatch } from './counter.database.js';
  * changes (0 where a batch does not change it), and the batch (its index in `batches`) of each row.
  * Batches of one transaction come from distinct shards, so no row is in two of them.
  */
-export function mergeBatches(batches: DeltaBatch[]): { counters: CounterField[]; rows: DeltaRows; batchOfRow: number[] } {
+export function mergeBatches(batches: DeltaBatch[]): {
+  counters: CounterField[];
+  rows: DeltaRows;
+  batchOfRow: number[];
+} {
   const same = batches.every((batch) => batch.counters === batches[0].counters);
   const counters = same
     ? batches[0].counters

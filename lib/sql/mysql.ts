@@ -1,5 +1,14 @@
 import { DEFAULT_FLUSH_BATCH_SIZE } from '../counter.constants.js';
-import { currentValue, driverErrorOf, rowParams, fixedIntegerRange, type CounterDialect, type DeltaRows, type DeltaTarget, type Statement } from './counter-dialect.js';
+import {
+  currentValue,
+  driverErrorOf,
+  rowParams,
+  fixedIntegerRange,
+  type CounterDialect,
+  type DeltaRows,
+  type DeltaTarget,
+  type Statement,
+} from './counter-dialect.js';
 
 const ER_DUP_ENTRY = 1062;
 const ER_LOCK_WAIT_TIMEOUT = 1205;
@@ -66,7 +75,13 @@ export function isMariaDbWithValues(version: string): boolean {
  * ledger's key before any row). An outside transaction that locks the batch's rows in another order
  * can; the deadlocked flush runs again (DEADLOCK_ATTEMPTS).
  */
-function joinedDeltas(target: DeltaTarget, rows: DeltaRows, from: number, to: number, rest: 'select' | 'values'): Statement {
+function joinedDeltas(
+  target: DeltaTarget,
+  rows: DeltaRows,
+  from: number,
+  to: number,
+  rest: 'select' | 'values',
+): Statement {
   const deltaNames = target.columns.map((_, index) => `d${index}`);
   const params = rowParams(rows, from, to, target.columns.length);
   // The first row names the columns; the rest follow them.

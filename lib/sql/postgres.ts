@@ -1,5 +1,13 @@
 import { DEFAULT_FLUSH_BATCH_SIZE } from '../counter.constants.js';
-import { currentValue, driverErrorOf, fixedIntegerRange, type CounterDialect, type DeltaRows, type DeltaTarget, type Statement } from './counter-dialect.js';
+import {
+  currentValue,
+  driverErrorOf,
+  fixedIntegerRange,
+  type CounterDialect,
+  type DeltaRows,
+  type DeltaTarget,
+  type Statement,
+} from './counter-dialect.js';
 
 const UNIQUE_VIOLATION = '23505';
 const DEADLOCK_DETECTED = '40P01';

@@ -1,4 +1,12 @@
-import { currentValue, driverErrorOf, rowParams, type CounterDialect, type DeltaRows, type DeltaTarget, type Statement } from './counter-dialect.js';
+import {
+  currentValue,
+  driverErrorOf,
+  rowParams,
+  type CounterDialect,
+  type DeltaRows,
+  type DeltaTarget,
+  type Statement,
+} from './counter-dialect.js';
 
 const DUPLICATE = new Set(['SQLITE_CONSTRAINT_PRIMARYKEY', 'SQLITE_CONSTRAINT_UNIQUE']);
 
@@ -84,7 +92,8 @@ function statementTextOf(target: DeltaTarget, rows: number): string {
     const tuple = `(${['?', ...target.columns.map(() => '?')].join(', ')})`;
     // A VALUES table's columns are column1 (the id), column2 (the first delta) and so on.
     const assignments = target.columns.map(
-      (column, index) => `${column} = ${currentValue(`${target.table}.${column}`, target.nullable[index])} + v.column${index + 2}`,
+      (column, index) =>
+        `${column} = ${currentValue(`${target.table}.${column}`, target.nullable[index])} + v.column${index + 2}`,
     );
     sql =
       `UPDATE ${target.table} SET ${assignments.join(', ')} ` +

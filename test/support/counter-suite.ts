@@ -38,7 +38,13 @@ export function useCounterSuite(
     database = await createTestDatabase(databaseName);
     for (let i = 0; i < instances; i++) {
       apps.push(
-        await startCounterApp({ database: database.options, keyPrefix: prefix, synchronize: i === 0, topology, counter }),
+        await startCounterApp({
+          database: database.options,
+          keyPrefix: prefix,
+          synchronize: i === 0,
+          topology,
+          counter,
+        }),
       );
     }
   });

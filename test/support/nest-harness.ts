@@ -3,7 +3,7 @@ import { Test } from '@nestjs/testing';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { DataSource, type DataSourceOptions, type EntitySchema } from 'typeorm';
 
-type EntityTarget = Function | EntitySchema;
+type EntityTarget = (abstract new (...args: never[]) => unknown) | EntitySchema;
 
 export interface HarnessAppOptions {
   database: DataSourceOptions;

@@ -30,7 +30,18 @@ export class PrivateCluster {
     const directory = mkdtempSync(join(tmpdir(), 'nestjs-counter-private-cluster-'));
     const ports = await freeClusterPorts(2);
     const processes = ports.map((port) => {
-      const node = ['--port', String(port), '--bind', '127.0.0.1', '--dir', directory, '--save', '', '--appendonly', 'no'];
+      const node = [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--dir',
+        directory,
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+      ];
       const clustered = ['--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`];
       clustered.push('--cluster-node-timeout', '3000');
       return spawn('redis-server', [...node, ...clustered], { stdio: 'ignore' });
@@ -92,7 +103,10 @@ export class PrivateCluster {
       });
       // Refused until the server listens: connect() rejects with it, no need for ioredis to print it too.
       attempt.on('error', () => undefined);
-      const connected = await attempt.connect().then(() => true, () => false);
+      const connected = await attempt.connect().then(
+        () => true,
+        () => false,
+      );
       if (connected) node = attempt;
       else attempt.disconnect();
       return connected;

@@ -21,7 +21,19 @@ export class PrivateRedis {
   static async start(extraArgs: string[] = []): Promise<PrivateRedis> {
     const port = await freePort();
     const directory = mkdtempSync(join(tmpdir(), 'nestjs-counter-redis-'));
-    const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', directory, ...extraArgs];
+    const args = [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--dir',
+      directory,
+      ...extraArgs,
+    ];
     const server = new PrivateRedis(port, spawn('redis-server', args, { stdio: 'ignore' }), directory, args);
     await server.ready();
     return server;

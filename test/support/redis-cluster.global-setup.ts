@@ -6,9 +6,10 @@ import { CLUSTER_NODES, TOPOLOGIES } from './topologies.js';
 
 const SCRIPT_NAME = 'scripts/redis-cluster.sh';
 /** The script of the repository this file is in: also when it runs compiled (bench/dist/test/support). */
-const SCRIPT = ['../../', '../../../../']
-  .map((up) => fileURLToPath(new URL(up + SCRIPT_NAME, import.meta.url)))
-  .find((path) => existsSync(path)) ?? SCRIPT_NAME;
+const SCRIPT =
+  ['../../', '../../../../']
+    .map((up) => fileURLToPath(new URL(up + SCRIPT_NAME, import.meta.url)))
+    .find((path) => existsSync(path)) ?? SCRIPT_NAME;
 /** Longest wait for the replicas' first sync (about 7 s on a fresh local cluster). */
 const REPLICA_SYNC_MS = 30_000;
 /** Longest wait for a cluster whose nodes disagree to settle (a failover takes a few node timeouts). */

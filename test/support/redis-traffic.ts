@@ -133,7 +133,13 @@ export class RoundTrips {
     this.restore = tapCommands(client, (command) => {
       if (!command.pipeline) {
         if (command.args.some((arg) => arg.startsWith(`${prefix}:`))) {
-          this.trips.push({ commands: [command.name], keys: [command.keys], args: [command.args], node: command.node, pipelined: false });
+          this.trips.push({
+            commands: [command.name],
+            keys: [command.keys],
+            args: [command.args],
+            node: command.node,
+            pipelined: false,
+          });
         }
         return;
       }

@@ -26,7 +26,10 @@ export function isCluster(redis: AnyRedis): redis is Cluster {
 export async function masters(cluster: Cluster): Promise<Redis[]> {
   if (cluster.status !== 'ready') {
     await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`Redis Cluster not ready within 10 s (${cluster.status})`)), 10_000);
+      const timer = setTimeout(
+        () => reject(new Error(`Redis Cluster not ready within 10 s (${cluster.status})`)),
+        10_000,
+      );
       cluster.once('ready', () => {
         clearTimeout(timer);
         resolve();

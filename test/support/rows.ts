@@ -7,11 +7,21 @@ import { Article, Remark } from './entities.js';
  * one after another, so they share a shard or two (a shard takes runs of 100 integer ids); pass `ids`
  * (from `spreadIds`) for rows that spread over the shards.
  */
-export async function insertArticles(dataSource: DataSource, likeCounts: number[], viewCount = 0, ids?: number[]): Promise<number[]> {
-  if (ids) return insertArticleRows(dataSource, ids.map((id, i) => ({ id, likeCount: likeCounts[i], viewCount })));
-  const saved = await dataSource
-    .getRepository(Article)
-    .save(likeCounts.map((likeCount, i) => ({ title: `article ${i}`, likeCount, viewCount })), { chunk: 100 });
+export async function insertArticles(
+  dataSource: DataSource,
+  likeCounts: number[],
+  viewCount = 0,
+  ids?: number[],
+): Promise<number[]> {
+  if (ids)
+    return insertArticleRows(
+      dataSource,
+      ids.map((id, i) => ({ id, likeCount: likeCounts[i], viewCount })),
+    );
+  const saved = await dataSource.getRepository(Article).save(
+    likeCounts.map((likeCount, i) => ({ title: `article ${i}`, likeCount, viewCount })),
+    { chunk: 100 },
+  );
   return saved.map((article) => article.id);
 }
 
@@ -51,24 +61,37 @@ export async function insertArticleRows(dataSource: DataSource, rows: ArticleRow
   for (let first = 0; first < rows.length; first += 100) {
     const chunk = rows.slice(first, first + 100);
     const placeholders = chunk.map(
-      (_, row) => `(${columns.map((_, c) => dataSource.driver.createParameter(`p${row}_${c}`, row * columns.length + c)).join(', ')})`,
+      (_, row) =>
+        `(${columns.map((_, c) => dataSource.driver.createParameter(`p${row}_${c}`, row * columns.length + c)).join(', ')})`,
     );
     await dataSource.query(
       `INSERT INTO ${table} (${columns.join(', ')}) VALUES ${placeholders.join(', ')}`,
-      chunk.flatMap(({ id, title, likeCount, viewCount }, row) => [id, title ?? `article ${first + row}`, likeCount, viewCount ?? 0]),
+      chunk.flatMap(({ id, title, likeCount, viewCount }, row) => [
+        id,
+        title ?? `article ${first + row}`,
+        likeCount,
+        viewCount ?? 0,
+      ]),
     );
   }
   return rows.map((row) => row.id);
 }
 
-export async function insertRemarks(dataSource: DataSource, replyCounts: number[], idPrefix: string): Promise<string[]> {
+export async function insertRemarks(
+  dataSource: DataSource,
+  replyCounts: number[],
+  idPrefix: string,
+): Promise<string[]> {
   const rows = replyCounts.map((replyCount, i) => ({ id: `${idPrefix}:{${i}}`, replyCount }));
   await dataSource.getRepository(Remark).save(rows, { chunk: 100 });
   return rows.map((row) => row.id);
 }
 
 /** Database values, read with plain SQL through the entity metadata (no counter module involved). */
-export async function articleCounts(dataSource: DataSource, ids: number[]): Promise<Map<number, { likes: number; views: number }>> {
+export async function articleCounts(
+  dataSource: DataSource,
+  ids: number[],
+): Promise<Map<number, { likes: number; views: number }>> {
   const rows = await dataSource.getRepository(Article).findBy(ids.map((id) => ({ id })));
   return new Map(rows.map((row) => [row.id, { likes: Number(row.likeCount), views: Number(row.viewCount) }]));
 }

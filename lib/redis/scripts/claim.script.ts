@@ -30,7 +30,9 @@ import { WIDE_PENDING_LUA } from './wide-pending.lua.js';
  * Invariant: every unflushed delta is in exactly one place: the pending hash (its row in the dirty set),
  * the batch hash, or the hash of changes of counters unknown to the flusher that claimed them.
  */
-export const CLAIM_LUA = WIDE_PENDING_LUA + `
+export const CLAIM_LUA =
+  WIDE_PENDING_LUA +
+  `
 local lost = 0
 if redis.call('EXISTS', KEYS[4]) == 0 then
   redis.call('SET', KEYS[4], '0')

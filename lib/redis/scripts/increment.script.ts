@@ -6,7 +6,10 @@ import { WIDE_PENDING_LUA } from './wide-pending.lua.js';
  * safe-integer limit), and write a change: the row's live value, and the delta in the shard's pending
  * hash (see INCREMENT_MANY_LUA).
  */
-const CHANGE_HELPERS_LUA = EXACT_NUMBER_LUA + WIDE_PENDING_LUA + `
+const CHANGE_HELPERS_LUA =
+  EXACT_NUMBER_LUA +
+  WIDE_PENDING_LUA +
+  `
 local function outside_bounds(value, min, max)
   return value < (min == '' and -9007199254740991 or tonumber(min))
     or value > (max == '' and 9007199254740991 or tonumber(max))
@@ -88,7 +91,9 @@ end
  * runs of eight 0.4 s turns each), about 1 µs of CPU per call. In the increment bench that is within
  * its noise at concurrency 1: 0.76× and 0.75× of INCR against 0.76× and 0.73× before (runs in turns).
  */
-export const INCREMENT_ONE_LUA = CHANGE_HELPERS_LUA + `
+export const INCREMENT_ONE_LUA =
+  CHANGE_HELPERS_LUA +
+  `
 local kind, value = change_one(KEYS[1], ARGV[1], ARGV[2], ARGV[3], ARGV[5] or '', ARGV[6] or '', ARGV[4])
 if kind == 1 then return value end
 return {kind, value}
@@ -126,7 +131,9 @@ return {kind, value}
  * of each in turns, medians 138 and 103 µs), and the increment bench's scenario at concurrency 200 from
  * 0.77-1.01x to 0.94-1.25x of INCR (scratch copy, seven processes of each in turns; 2026-11-25, Intel host).
  */
-export const INCREMENT_MANY_LUA = CHANGE_HELPERS_LUA + `
+export const INCREMENT_MANY_LUA =
+  CHANGE_HELPERS_LUA +
+  `
 local ttl, out, at, names = ARGV[1], {}, 2, {}
 for k = 1, #KEYS do
   local row = KEYS[k]

@@ -23,7 +23,9 @@ import { EXACT_NUMBER_LUA } from './exact-number.lua.js';
  * (those are in no database), and never replaces an existing one: so no flushed batch is counted twice
  * or missed, and a row may expire with deltas pending.
  */
-export const SEED_LUA = EXACT_NUMBER_LUA + `
+export const SEED_LUA =
+  EXACT_NUMBER_LUA +
+  `
 local ttl, out, at = ARGV[1], {}, 2
 for key = 1, #KEYS, 4 do
   local generation, prefix, n, k = ARGV[at], ARGV[at + 1], tonumber(ARGV[at + 2]), tonumber(ARGV[at + 3])

@@ -4,8 +4,7 @@ import { DEFAULT_SQLITE_FILE } from './app.defaults.js';
 
 /** The database the app talks to, as chosen by DATABASE_URL. */
 export type DatabaseTarget =
-  | { kind: 'sqlite'; file: string; identity: string }
-  | { kind: 'postgres' | 'mariadb'; url: string; identity: string };
+  { kind: 'sqlite'; file: string; identity: string } | { kind: 'postgres' | 'mariadb'; url: string; identity: string };
 
 const KINDS: Record<string, 'postgres' | 'mariadb'> = {
   postgres: 'postgres',

@@ -34,7 +34,11 @@ export const DEMO_PROBLEMS: DemoProblem[] = [
         views: 5400,
         likes: 212,
         comments: [
-          { content: 'Clean. Why look up before inserting?', likes: 4, replies: [{ content: 'So x never pairs with itself.', likes: 9 }] },
+          {
+            content: 'Clean. Why look up before inserting?',
+            likes: 4,
+            replies: [{ content: 'So x never pairs with itself.', likes: 9 }],
+          },
           { content: 'Works for negative numbers too.', likes: 2 },
         ],
       },

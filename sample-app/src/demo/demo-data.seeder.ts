@@ -53,7 +53,12 @@ export class DemoDataSeeder implements OnModuleInit {
     }
   }
 
-  private async seedComments(manager: EntityManager, solutionId: number, parentId: number | null, comments: DemoComment[]) {
+  private async seedComments(
+    manager: EntityManager,
+    solutionId: number,
+    parentId: number | null,
+    comments: DemoComment[],
+  ) {
     for (const comment of comments) {
       const saved = await manager.save(
         manager.create(Comment, {

@@ -25,7 +25,8 @@ export class StaleCountersCleaner {
         cursor = next;
         if (keys.length > 0) deleted += await redis.del(...keys);
       } while (cursor !== '0');
-      if (deleted > 0) this.logger.warn(`Deleted ${deleted} stale counter key(s) under "${prefix}" (the database was empty).`);
+      if (deleted > 0)
+        this.logger.warn(`Deleted ${deleted} stale counter key(s) under "${prefix}" (the database was empty).`);
     } finally {
       redis.disconnect();
     }
