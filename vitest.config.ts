@@ -11,8 +11,6 @@ export default defineConfig({
     testTimeout: 120_000,
     hookTimeout: 60_000,
     pool: 'forks',
-    // Lets string-prototype.spec.ts ask V8 whether an object is in fast mode (%HasFastProperties).
-    execArgv: ['--allow-natives-syntax'],
     fileParallelism: true,
     maxWorkers: 2,
   },

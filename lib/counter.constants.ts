@@ -29,7 +29,7 @@ export const COUNTER_DEFAULTS = {
 
 /**
  * Rows per flush transaction where `flushBatchSize` is not set, on PostgreSQL and MySQL/MariaDB: each
- * row stays locked until its transaction commits. SQLite has its own default (see sqlite.ts).
+ * row stays locked until its transaction commits. SQLite has its own default (see sqlite.dialect.ts).
  */
 export const DEFAULT_FLUSH_BATCH_SIZE = 1_000;
 
@@ -40,12 +40,9 @@ export const SEED_ATTEMPTS = 20;
 export const TRANSACTION_ATTEMPTS = 3;
 
 /**
- * Attempts at a batch transaction that a deadlock rolled back. PostgreSQL breaks a deadlock only after
- * `deadlock_timeout` (1 s), usually by rolling back the flush, and an outside transaction that locks
- * the same rows in another order can catch the retry again: with 3 attempts chaos scenario 8 saw a
- * flush give up (and report the deadlock) in one CI run of several. A batch that gives up stays in
- * Redis for a later flush, so this is about reports, not counts. A busy SQLite keeps 3 attempts: the
- * flush's backoff, not these retries, waits out an outage.
+ * Attempts at a batch transaction that a deadlock rolled back: an outside transaction that locks the
+ * same rows in another order can catch the retry again. A batch that gives up stays in Redis for a later
+ * flush, so this is about reports, not counts.
  */
 export const DEADLOCK_ATTEMPTS = 5;
 
@@ -53,24 +50,23 @@ export const DEADLOCK_ATTEMPTS = 5;
 export const COUNTER_DATA_SOURCE = 'counter:data-source';
 
 /**
- * Most counter changes in one increment script call. On a single Redis more requested at once go in
- * the next turn of the event loop (see tick-queue.ts). Small enough that Redis runs one call while the
- * app handles the replies of the last, large enough that a call's fixed cost is shared: 12 to 25 gave
- * the same throughput in the increment bench, 200 about half.
+ * Most counter changes in one increment script call; on a single Redis more asked for at once go in the
+ * next turn (see turn.batcher.ts). Small enough that Redis runs one call while the app reads the replies
+ * of the last, large enough that a call's fixed cost is shared (docs/PERFORMANCE.md, "Increments
+ * batched per turn").
  */
 export const MAX_CHANGES_PER_CALL = 20;
 
 /**
  * Rows one read or seed script call takes. A script runs alone on its Redis, so a call for thousands of
  * rows (a large `getMany`) would hold up every other client for milliseconds; a page of 100 rows still
- * goes in one call. At this size a read call runs about 0.6 ms, a seed call about 2 ms (scaled from
- * 0.23 and 0.79 ms measured for 100 rows on this project's machine).
+ * goes in one call.
  */
 export const MAX_ROWS_PER_CALL = 250;
 
 /**
- * Shards whose backlog one status script call reads (see status.script.ts). A call holds Redis for about
- * 3.5 µs per shard (634–702 µs for 192 shards, half of them dirty, measured alone), so a call stays below
- * a millisecond however many entities an app counts, while three entities of 64 shards take one call.
+ * Shards whose backlog one status script call reads (see status.lua.ts): few enough that a call holds
+ * Redis below a millisecond however many entities an app counts, while three entities of 64 shards take
+ * one call.
  */
 export const MAX_SHARDS_PER_STATUS_CALL = 256;

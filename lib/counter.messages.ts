@@ -69,4 +69,5 @@ export const MESSAGES = {
     `A claimed counter batch could not be read from its DUMP (${reason}); flushes read batches with HGETALL instead, which costs the application more CPU per row.`,
   dumpRefused: () => `Redis refused DUMP in the claim script: allow DUMP to the module's Redis user (ACL)`,
   overlayFailed: () => `Could not read live counters from Redis; the response carries the database values.`,
+  ledgerPruneFailed: (reason: string) => `Pruning the counter ledger failed (${reason}); a later flush tries again.`,
 };

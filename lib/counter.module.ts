@@ -1,19 +1,21 @@
 import { Module, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { COUNTER_OPTIONS } from './counter.constants.js';
 import { CounterEntityExplorer } from './counter-entity.explorer.js';
-import { CounterFlushScheduler } from './counter-flush.scheduler.js';
-import { CounterFlusher } from './counter.flusher.js';
-import { CounterHealth } from './counter.health.js';
 import { ConfigurableModuleClass, COUNTER_MODULE_OPTIONS } from './counter.module-definition.js';
 import { resolveCounterOptions } from './counter-options.js';
 import { CounterReader } from './counter.reader.js';
 import { CounterRegistry } from './counter.registry.js';
 import { CounterService } from './counter.service.js';
-import { CounterInterceptor } from './interceptors/live-counts.interceptor.js';
+import { CounterFlushScheduler } from './flush/counter-flush.scheduler.js';
+import { CounterFlusher } from './flush/counter.flusher.js';
+import { FlushRecord } from './flush/flush.record.js';
+import { CounterInterceptor } from './interceptors/counter.interceptor.js';
 import type { ResolvedCounterOptions } from './interfaces/counter-module-options.interface.js';
+import { CounterKeys } from './redis/counter.keys.js';
+import { CounterRedisHandle } from './redis/counter-redis.handle.js';
 import { CounterStore } from './redis/counter.store.js';
-import { CounterKeys } from './redis/keys.js';
-import { CounterRedisHandle } from './redis/redis-connection.js';
+import { FlushStore } from './redis/flush.store.js';
+import { ScriptRunner } from './redis/script.runner.js';
 import { CounterDatabase } from './sql/counter.database.js';
 
 /**
@@ -30,11 +32,23 @@ import { CounterDatabase } from './sql/counter.database.js';
       inject: [COUNTER_OPTIONS],
     },
     {
-      provide: CounterStore,
+      provide: ScriptRunner,
       // A claim's WAIT for the replicas must end well within the command timeout.
       useFactory: (redis: CounterRedisHandle, options: ResolvedCounterOptions) =>
-        new CounterStore(redis.client, Math.floor(options.redisCommandTimeoutMs / 2), options.cleanRowTtlSeconds),
+        new ScriptRunner(redis.client, Math.floor(options.redisCommandTimeoutMs / 2)),
       inject: [CounterRedisHandle, COUNTER_OPTIONS],
+    },
+    {
+      provide: CounterStore,
+      useFactory: (runner: ScriptRunner, options: ResolvedCounterOptions) =>
+        new CounterStore(runner, options.cleanRowTtlSeconds),
+      inject: [ScriptRunner, COUNTER_OPTIONS],
+    },
+    {
+      provide: FlushStore,
+      useFactory: (runner: ScriptRunner, options: ResolvedCounterOptions) =>
+        new FlushStore(runner, options.cleanRowTtlSeconds),
+      inject: [ScriptRunner, COUNTER_OPTIONS],
     },
     {
       provide: CounterKeys,
@@ -45,7 +59,7 @@ import { CounterDatabase } from './sql/counter.database.js';
     CounterRegistry,
     CounterEntityExplorer,
     CounterDatabase,
-    CounterHealth,
+    FlushRecord,
     CounterReader,
     CounterFlusher,
     CounterFlushScheduler,

@@ -2,13 +2,13 @@ import { Inject, Injectable } from '@nestjs/common';
 import { COUNTER_OPTIONS, SEED_ATTEMPTS } from './counter.constants.js';
 import { MESSAGES } from './counter.messages.js';
 import { groupBy } from './collections.js';
-import type { RowId } from './counter-id.js';
+import type { RowId } from './row-id.js';
 import type { CountedEntity } from './counter.registry.js';
 import { CounterOutOfRangeError } from './exceptions/counter-out-of-range.error.js';
 import { CounterSeedContentionError } from './exceptions/counter-seed-contention.error.js';
 import { CounterStoreUnavailableError } from './exceptions/counter-store-unavailable.error.js';
 import type { ResolvedCounterOptions } from './interfaces/counter-module-options.interface.js';
-import { CounterKeys, type ShardKeys } from './redis/keys.js';
+import { CounterKeys, type ShardKeys } from './redis/counter.keys.js';
 import { CounterStore } from './redis/counter.store.js';
 import { CounterDatabase } from './sql/counter.database.js';
 

@@ -1,11 +1,11 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { collectCountedInstances } from './counted-entity.collector.js';
-import { CounterFlusher } from './counter.flusher.js';
-import { CounterHealth } from './counter.health.js';
+import { collectCountedInstances } from './counted-instances.js';
+import { CounterFlusher } from './flush/counter.flusher.js';
+import { FlushRecord } from './flush/flush.record.js';
 import { MESSAGES } from './counter.messages.js';
 import { CounterReader, type RowRequest } from './counter.reader.js';
 import { CounterRegistry, type CountedEntity, type CounterField } from './counter.registry.js';
-import { toRowId, type RowId } from './counter-id.js';
+import { toRowId, type RowId } from './row-id.js';
 import { SEED_ATTEMPTS } from './counter.constants.js';
 import { CounterOutOfRangeError } from './exceptions/counter-out-of-range.error.js';
 import { CounterRowNotFoundError } from './exceptions/counter-row-not-found.error.js';
@@ -15,9 +15,10 @@ import { InvalidCounterDeltaError } from './exceptions/invalid-counter-delta.err
 import type { CounterStatus } from './interfaces/counter-status.interface.js';
 import type { EntityClass } from './interfaces/entity-class.interface.js';
 import type { FlushReport } from './interfaces/flush-report.interface.js';
-import { CounterKeys } from './redis/keys.js';
+import { CounterKeys } from './redis/counter.keys.js';
 import { CounterStore } from './redis/counter.store.js';
-import type { IncrementOutcome, IncrementRequest } from './redis/increment-sender.js';
+import { FlushStore } from './redis/flush.store.js';
+import type { IncrementOutcome, IncrementRequest } from './redis/increment.batcher.js';
 
 /** The counters of entities: change them, read them live, overlay them, flush them. */
 @Injectable()
@@ -30,7 +31,8 @@ export class CounterService {
     private readonly keys: CounterKeys,
     private readonly reader: CounterReader,
     private readonly flusher: CounterFlusher,
-    private readonly health: CounterHealth,
+    private readonly record: FlushRecord,
+    private readonly flushStore: FlushStore,
   ) {}
 
   /**
@@ -128,7 +130,7 @@ export class CounterService {
    */
   async status(): Promise<CounterStatus> {
     const { lastSuccessfulFlushAt, lastFailedFlushAt, lastFlushError, consecutiveFailedFlushes, lastRedisDataLoss } =
-      this.health;
+      this.record;
     const flushing = {
       lastSuccessfulFlushAt,
       lastFailedFlushAt,
@@ -138,7 +140,7 @@ export class CounterService {
     };
     const shards = this.registry.all().flatMap((entity) => this.keys.shardsOf(entity.key));
     try {
-      const backlog = await this.store.backlog(shards);
+      const backlog = await this.flushStore.backlog(shards);
       const ages = backlog.flatMap((shard) => (shard.oldestAgeMs === null ? [] : [shard.oldestAgeMs]));
       return {
         redisAvailable: true,
@@ -153,27 +155,17 @@ export class CounterService {
     }
   }
 
-  /**
-   * Adds `sign` × `by`. Neither this nor `increment` is an async function, and the first attempt is a
-   * plain promise chain: a row already in Redis (the common case) then costs one promise job between the
-   * store's reply and the caller. Invalid input still comes back as a rejected promise, never a throw.
-   */
-  private change(
+  /** Adds `sign` × `by`; a row Redis does not hold yet is loaded from the database first. */
+  private async change(
     entity: EntityClass,
     id: string | number,
     counter: string,
     by: unknown,
     sign: 1 | -1,
   ): Promise<number> {
-    let change: PreparedChange;
-    try {
-      change = this.prepareChange(entity, id, counter, by, sign);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    return this.store
-      .increment(change.request)
-      .then((outcome) => (outcome.kind === 'applied' ? outcome.value : this.finishChange(change, outcome)));
+    const change = this.prepareChange(entity, id, counter, by, sign);
+    const outcome = await this.store.increment(change.request);
+    return outcome.kind === 'applied' ? outcome.value : this.finishChange(change, outcome);
   }
 
   /** Validates a change and addresses it. Throws the errors of invalid deltas, unknown names and invalid ids. */

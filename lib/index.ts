@@ -1,6 +1,6 @@
 export { CounterModule } from './counter.module.js';
 export { CounterService } from './counter.service.js';
-export { CounterInterceptor } from './interceptors/live-counts.interceptor.js';
+export { CounterInterceptor } from './interceptors/counter.interceptor.js';
 export { Counted } from './decorators/counted.decorator.js';
 export { LiveCounts } from './decorators/live-counts.decorator.js';
 export { CounterLedgerEntry } from './sql/counter-ledger.entity.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import { CounterFlusher } from '../lib/counter.flusher.js';
+import { CounterFlusher } from '../lib/flush/counter.flusher.js';
 import { useCounterSuite } from './support/counter-suite.js';
 import { DATABASES } from './support/databases.js';
 import { Article } from './support/entities.js';

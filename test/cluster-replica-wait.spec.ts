@@ -1,6 +1,6 @@
 import type { Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CounterRedisHandle } from '../lib/redis/redis-connection.js';
+import { CounterRedisHandle } from '../lib/redis/counter-redis.handle.js';
 import { tapClusterNodes, type SentCommand } from './support/command-tap.js';
 import { startCounterApp, type CounterApp } from './support/counter-app.js';
 import { createTestDatabase, DATABASES, type TestDatabase } from './support/databases.js';
@@ -16,7 +16,7 @@ const NOTICE_MS = 10_000;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-// On a cluster a claim must reach its node's replicas before the batch is written (CounterStore.claim):
+// On a cluster a claim must reach its node's replicas before the batch is written (FlushStore.claim):
 // a replica promoted without it would still hold the deltas as pending and flush them again (G1, G5).
 // A replica is not always there when the module connects: Redis 7 lists it in CLUSTER SLOTS only after
 // its first sync, seconds after it joined (a new cluster, a replica added or replaced after a failover).
@@ -43,7 +43,7 @@ onCluster('claims on a cluster whose replica is listed after the module connecte
     });
     listedAtConnect = await cluster.replicaListed();
     const client = counter.app.get(CounterRedisHandle).client as Cluster;
-    scripts = scriptsBySha(client);
+    scripts = scriptsBySha();
     // On each node connection: a WAIT may be sent on the master's own connection, not routed by the cluster.
     untap = tapClusterNodes(client, (command) => sent.push(command));
   });
@@ -108,7 +108,7 @@ onCluster('claims on a cluster whose replica is listed after the module connecte
     const untapOlder = tapClusterNodes(olderClient, (command) => olderSent.push(command));
     try {
       const [id] = await insertArticles(counter.dataSource, [0]);
-      const olderScripts = scriptsBySha(olderClient);
+      const olderScripts = scriptsBySha();
       const deadline = Date.now() + NOTICE_MS;
       let afterGiveBack: Array<number | null> = [];
       for (;;) {

@@ -2,8 +2,8 @@ import calculateSlot, { generateMulti } from 'cluster-key-slot';
 import type { Cluster, Command } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { CounterDatabaseUnavailableError, CounterLedgerEntry } from '../lib/index.js';
-import { CounterKeys } from '../lib/redis/keys.js';
-import { CounterStore } from '../lib/redis/counter.store.js';
+import { CounterKeys } from '../lib/redis/counter.keys.js';
+import { FlushStore } from '../lib/redis/flush.store.js';
 import { CounterDatabase } from '../lib/sql/counter.database.js';
 import { tapClusterNodes, tapCommands, type SentCommand } from './support/command-tap.js';
 import { startCounterApp, type CounterApp } from './support/counter-app.js';
@@ -11,14 +11,8 @@ import { createTestDatabase, DATABASES, type TestDatabase } from './support/data
 import { Article, ArticleBeforeViewCount, Remark } from './support/entities.js';
 import { deleteKeys, masters, uniquePrefix } from './support/redis.js';
 import { articleCounts, insertArticles, insertRemarks, remarkCounts, spreadIds } from './support/rows.js';
-import {
-  claimedBatchId,
-  claimedIds,
-  readCallShards,
-  replicasAwaited,
-  scriptArguments,
-  scriptsBySha,
-} from './support/script-calls.js';
+import { claimedBatchId, claimedIds, replicasAwaited, scriptArguments, scriptsBySha } from './support/script-calls.js';
+import { ScriptKeyAudit } from './support/script-key-audit.js';
 import { listedReplicas, slotOwners } from './support/slot-owners.js';
 import { inspectionClient, moduleClient, TOPOLOGIES } from './support/topologies.js';
 
@@ -35,7 +29,6 @@ const CRASHED_ARTICLES = 4;
 /** The scripts the store registers (lib/redis/script-commands.ts); the walk below must send each one. */
 const LIBRARY_SCRIPTS = [
   'nestjsCounterIncrement',
-  'nestjsCounterIncrementMany',
   'nestjsCounterRead',
   'nestjsCounterSeed',
   'nestjsCounterClaim',
@@ -67,12 +60,10 @@ interface Recorded extends SentCommand {
 
 // G5: on a Redis Cluster every command the module sends, scripts included, touches one hash slot. The
 // module's client is recorded, on each node connection, while every library path runs; the tests then
-// check the record. The
-// cluster refuses declared keys of several slots (CROSSSLOT) and undeclared keys of another node, but
-// Redis 7.0 runs a script that touches an undeclared key of another slot on the same node: the ack, read
-// and seed scripts build row keys from a prefix in ARGV, and the increment scripts build a row's shard
-// keys (pending hash, dirty set, generation) from its key, so those keys are rebuilt and checked too
-// (the claim touches no row: every key it uses is declared).
+// check the record. The cluster refuses declared keys of several slots (CROSSSLOT) and undeclared keys
+// of another node, but Redis 7.0 runs a script that touches an undeclared key of another slot on the
+// same node: so what each script ran inside Redis is watched too (MONITOR), and every key it touched
+// must be one its call declared (Redis's scripting contract, which proxies rely on).
 describe.runIf(TOPOLOGIES.includes('cluster'))('hash slots of every command on a Redis Cluster', () => {
   const prefix = uniquePrefix('slots');
   const keys = new CounterKeys(prefix, SHARDS);
@@ -90,6 +81,7 @@ describe.runIf(TOPOLOGIES.includes('cluster'))('hash slots of every command on a
   /** The module's client: ours, so that every command it sends is recorded, from bootstrap on. */
   let client: Cluster;
   let untap: Array<() => void> = [];
+  let audit: ScriptKeyAudit;
   let database: TestDatabase;
   let counter: CounterApp;
 
@@ -172,7 +164,7 @@ describe.runIf(TOPOLOGIES.includes('cluster'))('hash slots of every command on a
       likes.set(id, likes.get(id)! + 10);
       expect(await counters.increment(Article, id, 'like_count', 10)).toBe(likes.get(id));
     }
-    vi.spyOn(counter.app.get(CounterStore), 'release').mockRejectedValue(new SimulatedCrash('release'));
+    vi.spyOn(counter.app.get(FlushStore), 'release').mockRejectedValue(new SimulatedCrash('release'));
     const apply = vi
       .spyOn(counter.app.get(CounterDatabase), 'applyBatches')
       .mockRejectedValueOnce(new SimulatedCrash('applyBatches'));
@@ -247,6 +239,7 @@ describe.runIf(TOPOLOGIES.includes('cluster'))('hash slots of every command on a
       tapCommands(client, ({ command }) => routed.add(command)),
       tapClusterNodes(client, (command) => sent.push(command)),
     ];
+    audit = await ScriptKeyAudit.start(redis);
     database = await createTestDatabase(DATABASES[0]);
     counter = await startCounterApp({
       database: database.options,
@@ -262,7 +255,7 @@ describe.runIf(TOPOLOGIES.includes('cluster'))('hash slots of every command on a
     });
     await walkEveryPath();
     untap.forEach((restore) => restore());
-    scripts = scriptsBySha(client);
+    scripts = scriptsBySha();
     registered = [...scripts.values()].filter((name) => name.startsWith('nestjsCounter')).sort();
     const outcomes = await Promise.all(sent.map((command) => command.outcome));
     record = sent
@@ -276,6 +269,7 @@ describe.runIf(TOPOLOGIES.includes('cluster'))('hash slots of every command on a
 
   afterAll(async () => {
     untap.forEach((restore) => restore());
+    audit?.stop();
     vi.restoreAllMocks();
     await counter?.close();
     await database?.drop();
@@ -330,8 +324,7 @@ describe.runIf(TOPOLOGIES.includes('cluster'))('hash slots of every command on a
     expect(holding.filter(({ claim }) => replicasOf(claim.node!) === 0)).toEqual([]);
   });
 
-  it('keeps the keys that increments, ack, read and seed build in the slot of their declared keys', () => {
-    const rebuilt: Array<{ script: string; declaredSlot: number; key: string }> = [];
+  it('runs each script over the keys its call declares, and no other key', async () => {
     const idsOfBatch = new Map<string, string[]>();
     let claimedRows = 0;
     for (const claim of record.filter(({ script }) => script === 'nestjsCounterClaim')) {
@@ -340,84 +333,30 @@ describe.runIf(TOPOLOGIES.includes('cluster'))('hash slots of every command on a
       if (batchId) idsOfBatch.set(batchId, ids);
       claimedRows += ids.length;
     }
-    const acks = record.filter(({ script }) => script === 'nestjsCounterAck');
+    // An ack's argv is batch id, token, release, k, k counter names, then the ids of rows missing from
+    // the database, whose hashes it declares after the shard's five keys.
     let missingIds = 0;
-    for (const ack of acks) {
+    for (const ack of record.filter(({ script }) => script === 'nestjsCounterAck')) {
       const { keys: declared, argv } = scriptArguments(ack);
-      // The ack touches no row of its batch, only those missing from the database: argv is row key
-      // prefix, batch id, token, release, k, k counter names, then the missing rows' ids.
-      const [rowPrefix, batchId, , , counters] = argv;
-      const missing = argv.slice(5 + Number(counters));
+      const [batchId, , , counters] = argv;
+      const missing = argv.slice(4 + Number(counters));
       expect(idsOfBatch.has(batchId)).toBe(true);
+      expect(declared.slice(5)).toEqual(missing.map((id) => `${declared[0].slice(0, -':batch'.length)}:r:${id}`));
       missingIds += missing.length;
-      for (const id of missing) {
-        rebuilt.push({ script: 'ack', declaredSlot: generateMulti(declared), key: rowPrefix + id });
-      }
     }
-    // A read names one shard's generation key (it routes the call) and builds the others' keys.
-    for (const read of record.filter(({ script }) => script === 'nestjsCounterRead')) {
-      const { keys: declared, argv } = scriptArguments(read);
-      expect(declared).toHaveLength(1);
-      for (const shard of readCallShards(argv)) {
-        for (const key of [shard.generation, ...shard.rows]) {
-          rebuilt.push({ script: 'read', declaredSlot: generateMulti(declared), key });
-        }
-      }
-    }
-    // A seed names each shard's generation, batch, pending and unknown-counter keys and sends the TTL,
-    // then per shard:
-    // the generation read, row key prefix, n, k, k counter names, n encoded ids, n × k database values.
-    for (const seed of record.filter(({ script }) => script === 'nestjsCounterSeed')) {
-      const { keys: declared, argv } = scriptArguments(seed);
-      let at = 1;
-      for (let shard = 0; shard < declared.length; shard += 4) {
-        const [rowPrefix, rows, counters] = [argv[at + 1], Number(argv[at + 2]), Number(argv[at + 3])];
-        at += 4 + counters;
-        for (const id of argv.slice(at, at + rows)) {
-          rebuilt.push({ script: 'seed', declaredSlot: generateMulti(declared), key: rowPrefix + id });
-        }
-        at += rows * (1 + counters);
-      }
-      expect(at).toBe(argv.length);
-    }
-    // An increment names each row's key, `<shard tag>:r:<id>`, and builds the shard's keys from it: argv
-    // is the id first (one change), or the TTL, then per row its id, its n changes and 4 values each.
-    const shardKeysOf = (row: string, id: string) =>
-      [':pending', ':dirty', ':gen'].map((suffix) => row.slice(0, row.length - id.length - ':r:'.length) + suffix);
-    // The keys keys.ts gives the shards of the entities incremented.
-    const known = new Set(
-      [Article, Remark].flatMap((entity) =>
-        keys
-          .shardsOf(counter.dataSource.getMetadata(entity).tablePath)
-          .flatMap((shard) => [shard.pending, shard.dirty, shard.generation]),
-      ),
-    );
-    for (const increment of record.filter(({ script }) => script?.startsWith('nestjsCounterIncrement'))) {
-      const { keys: declared, argv } = scriptArguments(increment);
-      const ids: string[] = [];
-      if (increment.script === 'nestjsCounterIncrement') ids.push(argv[0]);
-      else for (let at = 1; at < argv.length; at += 2 + 4 * Number(argv[at + 1])) ids.push(argv[at]);
-      expect(ids).toHaveLength(declared.length);
-      declared.forEach((row, index) => {
-        for (const key of shardKeysOf(row, ids[index])) {
-          expect(known.has(key)).toBe(true);
-          rebuilt.push({ script: 'increment', declaredSlot: generateMulti(declared), key });
-        }
-      });
-    }
-    expect(rebuilt.filter(({ script }) => script === 'increment').length).toBeGreaterThan(3 * (ARTICLES + REMARKS));
-    expect(rebuilt.filter(({ script }) => script === 'read').length).toBeGreaterThan(ARTICLES);
-    // Every row was seeded once: each article and remark, read before its first increment.
-    expect(rebuilt.filter(({ script }) => script === 'seed')).toHaveLength(ARTICLES + REMARKS);
     // Every claimed row was in a claim's reply: the first flush's, the crashed flush's, the crashed
     // batch's again when recovered, the row whose transaction failed and again when recovered, the
     // deleted row's (which its ack also names as missing), and the row the older instance claimed and
     // then this one.
     expect(claimedRows).toBe(ARTICLES + REMARKS + CRASHED_ARTICLES + crashedRows + 2 + 1 + 2);
     expect(missingIds).toBe(1);
-    expect(rebuilt.filter(({ declaredSlot, key }) => declaredSlot < 0 || calculateSlot(key) !== declaredSlot)).toEqual(
-      [],
+    // What the scripts ran inside Redis: every library script, each command over declared keys only.
+    const audited = (await audit.seen(redis)).filter(({ declared }) =>
+      declared.some((key) => key.startsWith(`${prefix}:`)),
     );
+    expect([...new Set(audited.map(({ script }) => script))].sort()).toEqual(registered);
+    expect(audited.flatMap(({ commands }) => commands).length).toBeGreaterThan(10 * (ARTICLES + REMARKS));
+    expect(await audit.undeclaredKeys(redis, audited)).toEqual([]);
   });
 
   it('is checked against a cluster that refuses declared keys of several slots, and keys of another node', async () => {

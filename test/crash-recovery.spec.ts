@@ -1,6 +1,6 @@
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { CounterLedgerEntry } from '../lib/index.js';
-import { CounterStore } from '../lib/redis/counter.store.js';
+import { FlushStore } from '../lib/redis/flush.store.js';
 import { CounterDatabase } from '../lib/sql/counter.database.js';
 import type { CounterApp } from './support/counter-app.js';
 import { useCounterSuite } from './support/counter-suite.js';
@@ -27,8 +27,8 @@ describe.each(TARGETS)('crash recovery on %s, %s', (database, topology) => {
   afterEach(() => vi.restoreAllMocks());
 
   /** A dead process releases nothing: its lease must expire before anyone else may take the shard. */
-  function crashAt(target: CounterDatabase | CounterStore, method: 'applyBatches' | 'ack') {
-    vi.spyOn(crashing.app.get(CounterStore), 'release').mockRejectedValue(new SimulatedCrash('release'));
+  function crashAt(target: CounterDatabase | FlushStore, method: 'applyBatches' | 'ack') {
+    vi.spyOn(crashing.app.get(FlushStore), 'release').mockRejectedValue(new SimulatedCrash('release'));
     const host = target as unknown as Record<typeof method, () => Promise<unknown>>;
     return vi.spyOn(host, method).mockRejectedValue(new SimulatedCrash(method));
   }
@@ -95,7 +95,7 @@ describe.each(TARGETS)('crash recovery on %s, %s', (database, topology) => {
   it('acknowledges, without writing again, a batch committed before its flusher died', async () => {
     const { ids, start } = await pendingChanges();
     const ledgerBefore = await ledgerRows();
-    const ack = crashAt(crashing.app.get(CounterStore), 'ack');
+    const ack = crashAt(crashing.app.get(FlushStore), 'ack');
     const crashed = await crashing.counters.flush();
     expect(crashed.error).toBeInstanceOf(SimulatedCrash);
     expect(ack).toHaveBeenCalled();

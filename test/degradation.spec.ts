@@ -7,10 +7,10 @@ import {
   type CounterModuleOptions,
   type FlushReport,
 } from '../lib/index.js';
-import { CounterFlushScheduler } from '../lib/counter-flush.scheduler.js';
-import { CounterFlusher } from '../lib/counter.flusher.js';
+import { CounterFlushScheduler } from '../lib/flush/counter-flush.scheduler.js';
+import { CounterFlusher } from '../lib/flush/counter.flusher.js';
 import { CounterDatabase } from '../lib/sql/counter.database.js';
-import { CounterKeys } from '../lib/redis/keys.js';
+import { CounterKeys } from '../lib/redis/counter.keys.js';
 import { startCounterApp, type CounterApp } from './support/counter-app.js';
 import { createTestDatabase, DATABASES, type TestDatabase } from './support/databases.js';
 import { Article } from './support/entities.js';

@@ -1,10 +1,10 @@
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { CounterDatabaseUnavailableError, CounterLedgerEntry } from '../lib/index.js';
-import { CounterKeys } from '../lib/redis/keys.js';
-import { CounterStore } from '../lib/redis/counter.store.js';
+import { CounterKeys } from '../lib/redis/counter.keys.js';
+import { FlushStore } from '../lib/redis/flush.store.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { QueryRunner } from 'typeorm';
-import { flushWorkersOf } from '../lib/sql/counter-dialect.js';
+import { FlushPipeline } from '../lib/flush/flush.pipeline.js';
 import { CounterDatabase, type DeltaBatch } from '../lib/sql/counter.database.js';
 import type { FlushReport } from '../lib/interfaces/index.js';
 import { startCounterApp, type CounterApp } from './support/counter-app.js';
@@ -75,7 +75,9 @@ describe.each(DATABASES)('batches of several shards in one transaction on %s', (
     expect(report).toMatchObject({ batches: 2 * SHARDS, rows: 20, recoveredBatches: 0, failedShards: 0 });
     // 8 shards' batches in at most one transaction per worker: each worker takes shards until none are
     // left (a worker that only met the shards of an entity without changes writes none).
-    expect(apply.mock.calls.length).toBeLessThanOrEqual(flushWorkersOf(databaseService.transactionsAtOnce));
+    expect(apply.mock.calls.length).toBeLessThanOrEqual(
+      new FlushPipeline(1, databaseService.transactionsAtOnce).workers,
+    );
     const written = apply.mock.calls.flatMap(([batches]) => batchShards(batches));
     expect(written.sort()).toEqual([...shards].sort());
     expect(await ledgerRows()).toBe(ledgerBefore + 2 * SHARDS);
@@ -84,12 +86,12 @@ describe.each(DATABASES)('batches of several shards in one transaction on %s', (
 
   it("claims one entity's shards one after another, so that a transaction mostly holds one table's rows", async () => {
     const { articleIds, remarkIds } = await dirtyRows();
-    const claim = vi.spyOn(counter.app.get(CounterStore), 'claim');
+    const claim = vi.spyOn(counter.app.get(FlushStore), 'claim');
     const report = await counter.counters.flush();
     expect(report.error).toBeUndefined();
     expect(report).toMatchObject({ batches: 2 * SHARDS, rows: 20, failedShards: 0 });
     // Every shard of both entities has rows, and holds fewer than a batch: one claim each.
-    const claimed = claim.mock.calls.map(([shard]) => shard.slotTag.split(':{')[1].split(':')[0]);
+    const claimed = claim.mock.calls.map(([shard]) => shard.tag.split(':{')[1].split(':')[0]);
     expect(claimed).toHaveLength(2 * SHARDS);
     const entityRuns = claimed.filter((entity, at) => at === 0 || entity !== claimed[at - 1]);
     expect(entityRuns).toHaveLength(2);

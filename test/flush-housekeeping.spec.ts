@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { CounterLedgerEntry, CounterRowNotFoundError } from '../lib/index.js';
-import { CounterFlusher } from '../lib/counter.flusher.js';
-import { CounterFlushScheduler } from '../lib/counter-flush.scheduler.js';
-import { CounterKeys } from '../lib/redis/keys.js';
+import { CounterFlusher } from '../lib/flush/counter.flusher.js';
+import { CounterFlushScheduler } from '../lib/flush/counter-flush.scheduler.js';
+import { CounterKeys } from '../lib/redis/counter.keys.js';
 import { useCounterSuite } from './support/counter-suite.js';
 import { DATABASES } from './support/databases.js';
 import { Article, Remark } from './support/entities.js';

@@ -1,7 +1,7 @@
 import calculateSlot from 'cluster-key-slot';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { CounterKeys } from '../lib/redis/keys.js';
-import { flushWorkersOf } from '../lib/sql/counter-dialect.js';
+import { CounterKeys } from '../lib/redis/counter.keys.js';
+import { FlushPipeline } from '../lib/flush/flush.pipeline.js';
 import { CounterDatabase, type DeltaBatch } from '../lib/sql/counter.database.js';
 import type { CounterApp } from './support/counter-app.js';
 import { Article, ENTITIES } from './support/entities.js';
@@ -21,7 +21,7 @@ const SHARDS = 4;
 // every second, on every instance) costs one round trip per node.
 describe.each(TOPOLOGIES)('round trips of a flush on a %s', (topology) => {
   const suite = useRoundTripSuite(topology, 'flush-trips', { shards: SHARDS });
-  const { prefix, redis, client } = suite;
+  const { prefix, redis } = suite;
   const keys = new CounterKeys(prefix, SHARDS);
   let counter: CounterApp;
   let roundTrips: RoundTrips;
@@ -30,7 +30,7 @@ describe.each(TOPOLOGIES)('round trips of a flush on a %s', (topology) => {
 
   /** Each round trip as the library script of each of its commands, and the node it went to. */
   async function tripsByScript() {
-    const scripts = scriptsBySha(client);
+    const scripts = scriptsBySha();
     const owner = await slotOwners(redis);
     return roundTrips.trips.map((trip) => ({
       scripts: trip.commands.map((name, index) => (name === 'evalsha' ? scripts.get(trip.args[index][0]) : name)),
@@ -126,7 +126,7 @@ describe('round trips of a flush of one shard per transaction', () => {
     flushBatchSize: 1,
     flushConcurrency: 1,
   });
-  const { prefix, client } = suite;
+  const { prefix } = suite;
   const keys = new CounterKeys(prefix, SHARDS);
 
   it("sends a transaction's acks with its worker's next claims", async () => {
@@ -146,7 +146,7 @@ describe('round trips of a flush of one shard per transaction', () => {
     const stored = await articleCounts(counter.dataSource, ids);
     expect(ids.map((id) => stored.get(id)!.likes)).toEqual(ids.map((_, i) => 10 + i + 1));
 
-    const scripts = scriptsBySha(client);
+    const scripts = scriptsBySha();
     const trips = roundTrips.trips.map((trip) =>
       trip.commands.map((name, index) => (name === 'evalsha' ? scripts.get(trip.args[index][0]) : name)),
     );
@@ -155,7 +155,7 @@ describe('round trips of a flush of one shard per transaction', () => {
     // The workers' first claims go together; every later claim goes with the acks of the transaction
     // its worker wrote before.
     const claimTrips = trips.filter((names) => names.includes('nestjsCounterClaim'));
-    expect(claimTrips[0]).toEqual(Array(flushWorkersOf(1)).fill('nestjsCounterClaim'));
+    expect(claimTrips[0]).toEqual(Array(new FlushPipeline(1, 1).workers).fill('nestjsCounterClaim'));
     expect(claimTrips.slice(1).length).toBeGreaterThan(0);
     for (const names of claimTrips.slice(1)) expect(names).toContain('nestjsCounterAck');
   });
@@ -175,7 +175,7 @@ describe('round trips of a flush of one shard per transaction', () => {
     const database = counter.app.get(CounterDatabase) as unknown as {
       applyBatchesNow(batches: DeltaBatch[]): Promise<unknown>;
     };
-    const scripts = scriptsBySha(client);
+    const scripts = scriptsBySha();
     const acksSent = () =>
       roundTrips.trips
         .flatMap((trip) =>

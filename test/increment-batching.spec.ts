@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_CHANGES_PER_CALL } from '../lib/counter.constants.js';
 import { CounterOutOfRangeError } from '../lib/index.js';
-import { CounterKeys } from '../lib/redis/keys.js';
+import { CounterKeys } from '../lib/redis/counter.keys.js';
 import { tapCommands, type SentCommand } from './support/command-tap.js';
 import { startCounterApp, type CounterApp } from './support/counter-app.js';
 import { createTestDatabase, DATABASES, type TestDatabase } from './support/databases.js';
@@ -33,7 +33,7 @@ describe.each(TOPOLOGIES)('increments batched per turn of the event loop on %s',
       redis: client,
       counter: { shards: SHARDS },
     });
-    scripts = scriptsBySha(client);
+    scripts = scriptsBySha();
     untap = tapCommands(client, (command) => sent.push(command));
   });
 
@@ -59,9 +59,8 @@ describe.each(TOPOLOGIES)('increments batched per turn of the event loop on %s',
   function incrementCalls(from: number) {
     return sent.slice(from).flatMap((command) => {
       const script = scriptOf(command, scripts);
-      if (script !== 'nestjsCounterIncrement' && script !== 'nestjsCounterIncrementMany') return [];
+      if (script !== 'nestjsCounterIncrement') return [];
       const { keys, argv } = scriptArguments(command);
-      if (script === 'nestjsCounterIncrement') return [{ script, keys, changes: 1, command }];
       let changes = 0;
       // argv[0] is the row TTL; then per row its id, its number of changes and 4 values per change.
       for (let at = 1; at < argv.length; at += 2 + 4 * Number(argv[at + 1])) changes += Number(argv[at + 1]);
@@ -129,8 +128,8 @@ describe.each(TOPOLOGIES)('increments batched per turn of the event loop on %s',
     expect((outcomes[0] as PromiseRejectedResult).reason.message).toContain('Article.like_count is 0');
     if (topology === 'standalone') {
       expect(incrementCalls(from).map(({ script, keys, changes }) => [script, keys.length, changes])).toEqual([
-        ['nestjsCounterIncrementMany', 4, 4],
-        ['nestjsCounterIncrement', 1, 1],
+        ['nestjsCounterIncrement', 16, 4],
+        ['nestjsCounterIncrement', 4, 1],
       ]);
     }
     // The applied changes wait in their shards' pending hashes, their rows in the dirty sets; the
@@ -226,13 +225,13 @@ describe.each(TOPOLOGIES)('increments batched per turn of the event loop on %s',
       outcomes.map((outcome) => (outcome.status === 'fulfilled' ? outcome.value : outcome.reason.constructor)),
     ).toEqual([MAX - 3, MAX, CounterOutOfRangeError, -MAX, 10 ** 14, -(10 ** 14), 4]);
     expect((outcomes[2] as PromiseRejectedResult).reason.message).toContain(`Article.view_count is ${MAX}`);
-    // The seven went out together (on a single Redis in one many-change call); the unseeded row's change
+    // The seven went out together (on a single Redis in one call); the unseeded row's change
     // went again once its row was loaded.
     const calls = incrementCalls(from);
     expect(calls.reduce((sum, call) => sum + call.changes, 0)).toBe(8);
     if (topology === 'standalone') {
       expect(calls.map(({ script, changes }) => [script, changes])).toEqual([
-        ['nestjsCounterIncrementMany', 7],
+        ['nestjsCounterIncrement', 7],
         ['nestjsCounterIncrement', 1],
       ]);
     }
@@ -246,11 +245,18 @@ describe.each(TOPOLOGIES)('increments batched per turn of the event loop on %s',
     );
   });
 
-  it('sends a lone change with the single-change script', async () => {
+  it('sends a lone change alone, declaring its row and its shard keys', async () => {
     const article = await save(7, 0);
     await counter.counters.get(Article, article.id, 'like_count');
     const from = sent.length;
     expect(await counter.counters.increment(Article, article.id, 'like_count', 3)).toBe(10);
-    expect(incrementCalls(from)).toEqual([expect.objectContaining({ script: 'nestjsCounterIncrement', changes: 1 })]);
+    const shard = shardOf(article.id);
+    expect(incrementCalls(from)).toEqual([
+      expect.objectContaining({
+        script: 'nestjsCounterIncrement',
+        changes: 1,
+        keys: [rowKeyOf(article.id), shard.pending, shard.dirty, shard.generation],
+      }),
+    ]);
   });
 });

@@ -2,7 +2,7 @@ import calculateSlot from 'cluster-key-slot';
 import request from 'supertest';
 import type { App } from 'supertest/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CounterKeys } from '../lib/redis/keys.js';
+import { CounterKeys } from '../lib/redis/counter.keys.js';
 import { startCounterApp, type CounterApp } from './support/counter-app.js';
 import { createTestDatabase, type TestDatabase } from './support/databases.js';
 import { Article, Remark } from './support/entities.js';
@@ -10,7 +10,7 @@ import { LIVE_COUNTS_CONTROLLERS } from './support/live-counts.controller.js';
 import { deleteKeys, uniquePrefix, type AnyRedis } from './support/redis.js';
 import { nodeOfTrip, RedisTraffic, RoundTrips, type RoundTrip } from './support/redis-traffic.js';
 import { slotOwners } from './support/slot-owners.js';
-import { readCallShards, scriptArguments } from './support/script-calls.js';
+import { scriptArguments } from './support/script-calls.js';
 import { inspectionClient, moduleClient, TARGETS, unreachableClient } from './support/topologies.js';
 
 const SHARDS = 4;
@@ -318,12 +318,8 @@ describe.each(TARGETS)('live counts interceptor on %s, %s', (databaseName, topol
     const perCommand = topology === 'cluster' ? touched.map((shard) => [shard]) : [touched];
     expect(commands).toHaveLength(perCommand.length);
     for (const command of commands) expect(['evalsha', 'eval']).toContain(command[0].toLowerCase());
-    // Each command names one key (its route) and, per shard, the keys the script builds (see READ_LUA).
-    const keysPerCommand = commands.map(([, ...args]) => {
-      const { keys: declared, argv } = scriptArguments({ args });
-      expect(declared).toHaveLength(1);
-      return [...declared, ...readCallShards(argv).flatMap((shard) => [shard.generation, ...shard.rows])];
-    });
+    // Each command declares, per shard, its generation and the rows it reads (see read.lua.ts).
+    const keysPerCommand = commands.map(([, ...args]) => scriptArguments({ args }).keys);
     const shardsPerCommand = keysPerCommand.map((keysOfCommand) =>
       [...new Set(keysOfCommand.map(shardOfKey))].sort(byNumber),
     );

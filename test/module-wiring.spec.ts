@@ -12,8 +12,8 @@ import {
   InvalidCounterDefinitionError,
   type CounterModuleOptions,
 } from '../lib/index.js';
-import { CounterKeys } from '../lib/redis/keys.js';
-import { CounterRedisHandle } from '../lib/redis/redis-connection.js';
+import { CounterKeys } from '../lib/redis/counter.keys.js';
+import { CounterRedisHandle } from '../lib/redis/counter-redis.handle.js';
 import { CounterDatabase } from '../lib/sql/counter.database.js';
 import { createTestDatabase, DATABASES, type TestDatabase } from './support/databases.js';
 import { Article, Badge, ENTITIES, Remark } from './support/entities.js';

@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { CounterStore } from '../lib/redis/counter.store.js';
+import { FlushStore } from '../lib/redis/flush.store.js';
 import { startCounterApp, type CounterApp } from './support/counter-app.js';
 import { createTestDatabase, DATABASES, type TestDatabase } from './support/databases.js';
 import { Article } from './support/entities.js';
@@ -66,7 +66,7 @@ describe.each(DATABASES)('Redis data loss on %s', (databaseName) => {
     const ids = await insertArticles(app.dataSource, [5, 6]);
     for (const id of ids) await app.counters.increment(Article, id, 'like_count', 4);
     // The flusher commits its batches, then Redis loses everything before any ack arrives.
-    const ack = vi.spyOn(app.app.get(CounterStore), 'ack').mockResolvedValue(false);
+    const ack = vi.spyOn(app.app.get(FlushStore), 'ack').mockResolvedValue(false);
     expect((await app.counters.flush()).error).toBeUndefined();
     expect(ack).toHaveBeenCalled();
     await redis.flushdb();

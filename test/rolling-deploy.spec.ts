@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { CounterStore } from '../lib/redis/counter.store.js';
-import { CounterKeys } from '../lib/redis/keys.js';
+import { FlushStore } from '../lib/redis/flush.store.js';
+import { CounterKeys } from '../lib/redis/counter.keys.js';
 import { startCounterApp, type CounterApp } from './support/counter-app.js';
 import { useCounterSuite } from './support/counter-suite.js';
 import { DATABASES } from './support/databases.js';
@@ -69,8 +69,8 @@ describe.each(DATABASES)('a flusher deployed before a counter was added, on %s',
     expect(await newer.counters.increment(Article, id, 'view_count', 6)).toBe(6);
     expect(await newer.counters.increment(Article, id, 'like_count', 2)).toBe(2);
     // The newer instance writes the batch (both counters) and dies before its ack.
-    vi.spyOn(newer.app.get(CounterStore), 'ack').mockRejectedValue(new Error('crashed before the ack'));
-    vi.spyOn(newer.app.get(CounterStore), 'release').mockRejectedValue(new Error('crashed'));
+    vi.spyOn(newer.app.get(FlushStore), 'ack').mockRejectedValue(new Error('crashed before the ack'));
+    vi.spyOn(newer.app.get(FlushStore), 'release').mockRejectedValue(new Error('crashed'));
     expect((await newer.counters.flush()).error?.message).toBe('crashed before the ack');
     vi.restoreAllMocks();
     expect((await articleCounts(newer.dataSource, [id])).get(id)).toEqual({ likes: 2, views: 6 });

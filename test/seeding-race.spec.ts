@@ -1,7 +1,7 @@
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { CounterSeedContentionError } from '../lib/index.js';
-import { CounterKeys } from '../lib/redis/keys.js';
-import { CounterStore } from '../lib/redis/counter.store.js';
+import { CounterKeys } from '../lib/redis/counter.keys.js';
+import { FlushStore } from '../lib/redis/flush.store.js';
 import { CounterDatabase } from '../lib/sql/counter.database.js';
 import type { CounterApp } from './support/counter-app.js';
 import { useCounterSuite } from './support/counter-suite.js';
@@ -71,8 +71,8 @@ describe.each(TARGETS)('seeding racing a flush on %s, %s', (database, topology) 
     const [id, other] = await insertArticles(reader.dataSource, [20, 50]);
     expect(await writer.counters.increment(Article, id, 'like_count', 7)).toBe(27);
     // The writer commits the batch (database 27) and dies before the ack: +7 is still in flight.
-    vi.spyOn(writer.app.get(CounterStore), 'ack').mockRejectedValue(new Error('crashed before the ack'));
-    vi.spyOn(writer.app.get(CounterStore), 'release').mockRejectedValue(new Error('crashed'));
+    vi.spyOn(writer.app.get(FlushStore), 'ack').mockRejectedValue(new Error('crashed before the ack'));
+    vi.spyOn(writer.app.get(FlushStore), 'release').mockRejectedValue(new Error('crashed'));
     expect((await writer.counters.flush()).error?.message).toBe('crashed before the ack');
     vi.restoreAllMocks();
     expect((await articleCounts(reader.dataSource, [id])).get(id)!.likes).toBe(27);

@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { CounterKeys } from '../lib/redis/keys.js';
+import { CounterKeys } from '../lib/redis/counter.keys.js';
 import { CounterDatabase } from '../lib/sql/counter.database.js';
 import { startCounterApp, type CounterApp } from './support/counter-app.js';
 import { createTestDatabase, DATABASES, type TestDatabase } from './support/databases.js';

@@ -1,4 +1,4 @@
-import { CounterRedisHandle } from '../../lib/redis/redis-connection.js';
+import { CounterRedisHandle } from '../../lib/redis/counter-redis.handle.js';
 import { COUNTER_DEFAULTS } from '../../lib/counter.constants.js';
 import { redisOption, type Topology } from './redis-targets.js';
 

@@ -1,6 +1,6 @@
 import type { Cluster, Redis } from 'ioredis';
 import { COUNTER_DEFAULTS } from '../../lib/counter.constants.js';
-import { CounterKeys } from '../../lib/redis/keys.js';
+import { CounterKeys } from '../../lib/redis/counter.keys.js';
 import { mastersOf } from './redis-targets.js';
 
 /** Every key under a prefix as `DUMP` serialised it, with its remaining time to live. */

@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import type { DataSource } from 'typeorm';
 import { COUNTER_DEFAULTS, DEFAULT_FLUSH_BATCH_SIZE } from '../../lib/counter.constants.js';
-import { sqliteDialect } from '../../lib/sql/sqlite.js';
+import { sqliteDialect } from '../../lib/sql/sqlite.dialect.js';
 import type { CounterService } from '../../lib/index.js';
 import type { BenchContext, BenchScenario } from '../harness/bench-context.js';
 import { insertRows, loadIntoRedis, startBenchApp, type BenchApp } from '../harness/bench-app.js';

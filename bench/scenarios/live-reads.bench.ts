@@ -2,8 +2,8 @@ import { ExecutionContextHost } from '@nestjs/core/helpers/execution-context-hos
 import { lastValueFrom, of } from 'rxjs';
 import { In, type Repository } from 'typeorm';
 import { CounterRegistry } from '../../lib/counter.registry.js';
-import { CounterKeys } from '../../lib/redis/keys.js';
-import { CounterRedisHandle } from '../../lib/redis/redis-connection.js';
+import { CounterKeys } from '../../lib/redis/counter.keys.js';
+import { CounterRedisHandle } from '../../lib/redis/counter-redis.handle.js';
 import { tapCommands } from '../../test/support/command-tap.js';
 import { slotOwners } from '../../test/support/slot-owners.js';
 import type { BenchContext, BenchScenario } from '../harness/bench-context.js';

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { COUNTER_DEFAULTS } from '../../lib/counter.constants.js';
 import { CounterRegistry } from '../../lib/counter.registry.js';
-import { CounterKeys } from '../../lib/redis/keys.js';
+import { CounterKeys } from '../../lib/redis/counter.keys.js';
 import type { BenchContext, BenchScenario } from '../harness/bench-context.js';
 import { giveCountersValues, insertRows, loadIntoRedis, startBenchApp, type BenchApp } from '../harness/bench-app.js';
 import { BenchPost, COUNTER_NAMES } from '../harness/bench-entities.js';

@@ -2,7 +2,7 @@
 // reading what the database holds for them, with plain TypeORM through the parent's own connection.
 import { In, type DataSource } from 'typeorm';
 import { Article, Remark } from '../../test/support/entities.js';
-import type { CounterKeys } from '../../lib/redis/keys.js';
+import type { CounterKeys } from '../../lib/redis/counter.keys.js';
 import { insertArticles, insertRemarks, spreadIds } from '../../test/support/rows.js';
 import type { CountedEntityName } from '../worker/worker-protocol.js';
 

@@ -20,7 +20,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { CounterKeys } from '../../lib/redis/keys.js';
+import { CounterKeys } from '../../lib/redis/counter.keys.js';
 import { deleteKeys } from '../../test/support/redis.js';
 import { testSeed } from '../../test/support/seeded-random.js';
 import { CLUSTER_NODES, inspectionClient } from '../../test/support/topologies.js';

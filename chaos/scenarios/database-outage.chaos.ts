@@ -11,7 +11,7 @@
 //   yet), its sessions are killed from the server side, and it is let go on: its COMMIT fails.
 import { afterEach, describe, expect, it } from 'vitest';
 import { COUNTER_DEFAULTS } from '../../lib/counter.constants.js';
-import { CounterKeys } from '../../lib/redis/keys.js';
+import { CounterKeys } from '../../lib/redis/counter.keys.js';
 import { testSeed } from '../../test/support/seeded-random.js';
 import type { ProxyMode } from '../../test/support/tcp-proxy.js';
 import { ChaosDeployment, CHAOS_DATABASES } from '../harness/chaos-deployment.js';

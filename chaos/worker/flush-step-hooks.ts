@@ -2,14 +2,14 @@
 // freeze it exactly there. Installed only when the parent first asks for a step: a worker that is never
 // asked runs the library untouched.
 //
-// It wraps, on the instances the flusher holds, CounterStore.claim / ack / release and
+// It wraps, on the instances the flusher holds, FlushStore.claim / ack / release and
 // CounterDatabase.applyBatches, and the query runners of the DataSource (for the point between the UPDATE
 // and COMMIT). Once a step is reached, every wrapped call, in any shard, waits before it starts: the
 // process does nothing more of the protocol, as if it had died there, until the parent resumes it.
 import type { INestApplicationContext } from '@nestjs/common';
 import { DataSource, type QueryRunner } from 'typeorm';
-import { CounterStore } from '../../lib/redis/counter.store.js';
-import { CounterKeys } from '../../lib/redis/keys.js';
+import { FlushStore } from '../../lib/redis/flush.store.js';
+import { CounterKeys } from '../../lib/redis/counter.keys.js';
 import { CounterDatabase } from '../../lib/sql/counter.database.js';
 import type { FlushStep, WorkerMessage } from './worker-protocol.js';
 
@@ -25,7 +25,7 @@ export class FlushStepHooks {
 
   static install(app: INestApplicationContext, announce: (message: Reached) => void): FlushStepHooks {
     const hooks = new FlushStepHooks(announce);
-    hooks.wrapStore(app.get(CounterStore));
+    hooks.wrapStore(app.get(FlushStore));
     hooks.wrapDatabase(app.get(CounterDatabase), app.get(CounterKeys));
     hooks.wrapTransactions(app.get(DataSource));
     return hooks;
@@ -56,7 +56,7 @@ export class FlushStepHooks {
     await this.gate();
   }
 
-  private wrapStore(store: CounterStore): void {
+  private wrapStore(store: FlushStore): void {
     const claim = store.claim.bind(store);
     const ack = store.ack.bind(store);
     const release = store.release.bind(store);

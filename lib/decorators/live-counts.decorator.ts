@@ -1,5 +1,5 @@
 import { UseInterceptors } from '@nestjs/common';
-import { CounterInterceptor } from '../interceptors/live-counts.interceptor.js';
+import { CounterInterceptor } from '../interceptors/counter.interceptor.js';
 
 /**
  * Overlays live counter values from Redis on every counted entity in the route's result:

@@ -1,30 +1,32 @@
 import type { ChainableCommander } from 'ioredis';
-import { ACK_LUA } from './scripts/ack.script.js';
-import { CLAIM_LUA } from './scripts/claim.script.js';
-import { GIVE_BACK_LUA } from './scripts/give-back.script.js';
-import { INCREMENT_MANY_LUA, INCREMENT_ONE_LUA } from './scripts/increment.script.js';
-import { READ_LUA } from './scripts/read.script.js';
-import { RELEASE_LUA } from './scripts/release.script.js';
-import { SEED_LUA } from './scripts/seed.script.js';
-import { STATUS_LUA } from './scripts/status.script.js';
-import type { RedisClient } from './redis-connection.js';
+import type { RedisClient } from './counter-redis.handle.js';
+import { ACK_LUA } from './scripts/ack.lua.js';
+import { CLAIM_LUA } from './scripts/claim.lua.js';
+import { GIVE_BACK_LUA } from './scripts/give-back.lua.js';
+import { INCREMENT_LUA } from './scripts/increment.lua.js';
+import { READ_LUA } from './scripts/read.lua.js';
+import { RELEASE_LUA } from './scripts/release.lua.js';
+import { SEED_LUA } from './scripts/seed.lua.js';
+import { STATUS_LUA } from './scripts/status.lua.js';
 
 export type Arg = string | number;
 
-/** The scripts, registered once per client with `defineCommand` (sent by SHA, loaded on NOSCRIPT). */
-const SCRIPTS = {
-  nestjsCounterIncrement: { lua: INCREMENT_ONE_LUA, numberOfKeys: 1 },
-  nestjsCounterIncrementMany: { lua: INCREMENT_MANY_LUA },
-  nestjsCounterRead: { lua: READ_LUA },
-  nestjsCounterSeed: { lua: SEED_LUA },
-  nestjsCounterClaim: { lua: CLAIM_LUA, numberOfKeys: 6 },
-  nestjsCounterAck: { lua: ACK_LUA, numberOfKeys: 5 },
-  nestjsCounterGiveBack: { lua: GIVE_BACK_LUA, numberOfKeys: 3 },
-  nestjsCounterRelease: { lua: RELEASE_LUA, numberOfKeys: 1 },
-  nestjsCounterStatus: { lua: STATUS_LUA },
+/**
+ * The scripts as client commands, registered with ioredis's `defineCommand`: sent by SHA, and whole
+ * only when a server answers NOSCRIPT. Every call gives its number of keys first.
+ */
+export const COUNTER_SCRIPTS = {
+  nestjsCounterIncrement: INCREMENT_LUA,
+  nestjsCounterRead: READ_LUA,
+  nestjsCounterSeed: SEED_LUA,
+  nestjsCounterClaim: CLAIM_LUA,
+  nestjsCounterAck: ACK_LUA,
+  nestjsCounterGiveBack: GIVE_BACK_LUA,
+  nestjsCounterRelease: RELEASE_LUA,
+  nestjsCounterStatus: STATUS_LUA,
 } as const;
 
-type ScriptName = keyof typeof SCRIPTS;
+type ScriptName = keyof typeof COUNTER_SCRIPTS;
 /** A command's reply, handed over as it arrives (ioredis calls a command's last argument so). */
 export type ReplyCallback = (error: Error | null | undefined, reply?: unknown) => void;
 /** Each script as a command; `defineCommand` also makes the `…Buffer` form, whose strings come as Buffers. */
@@ -41,10 +43,8 @@ export type CallTarget = ScriptCommands<unknown> & {
 
 /** The client with the scripts registered (once: a client the application shares may have them already). */
 export function withScripts(client: RedisClient): ScriptClient {
-  for (const [name, definition] of Object.entries(SCRIPTS)) {
-    if (typeof (client as unknown as Record<string, unknown>)[name] !== 'function') {
-      client.defineCommand(name, definition);
-    }
+  for (const [name, lua] of Object.entries(COUNTER_SCRIPTS)) {
+    if (typeof (client as unknown as Record<string, unknown>)[name] !== 'function') client.defineCommand(name, { lua });
   }
   return client as ScriptClient;
 }

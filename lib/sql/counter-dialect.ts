@@ -1,8 +1,6 @@
 /**
  * Rows of a batch, column by column: row r's id as bound in SQL is `ids[r]`, and its delta for column c
- * `deltas[r * width + c]`, width being the number of columns updated. Flat arrays, as a flush carries up
- * to `flushBatchSize` rows per transaction: an object and an array per row cost more than the rest of a
- * row's way from the claim to the statement (flush bench, SQLite).
+ * `deltas[r * width + c]`, width being the number of columns updated.
  */
 export interface DeltaRows {
   ids: Array<string | number>;
@@ -23,10 +21,7 @@ export interface DeltaTarget {
 
 /**
  * A counter column's current value as an UPDATE adds a delta to it (`qualified`: the column as the
- * statement names it): NULL counts as 0. Only a nullable column pays for the COALESCE. With it on
- * every column, SQLite (which runs its statements on Node's thread) took 1.6-3.7% longer over a flush's
- * statements: better-sqlite3 alone, 100,000 rows of three NOT NULL counters in the flush's transactions
- * and statements, medians of 22 runs in turns in each of three processes (2026-11-24).
+ * statement names it): NULL counts as 0. Only a nullable column needs the COALESCE.
  */
 export function currentValue(qualified: string, nullable: boolean): string {
   return nullable ? `COALESCE(${qualified}, 0)` : qualified;
@@ -35,20 +30,6 @@ export function currentValue(qualified: string, nullable: boolean): string {
 export interface Statement {
   sql: string;
   params: unknown[];
-}
-
-/**
- * Workers one flush runs: one per batch transaction the instance runs at once, and at least three, so
- * that with one transaction at a time (SQLite, or `flushConcurrency: 1`) two claim their next batches
- * in Redis while the third's transaction runs (CounterDatabase then lets one transaction through at a
- * time). Flush bench, SQLite, 100,000 rows: 55,000-58,000 rows/s with one worker, 71,000-85,000 with
- * two, 76,000-79,000 with three (2026-11-23, 1,000-row transactions). With 4,000-row transactions the
- * claims of a group take Redis about as long as the transaction before takes Node, so with two workers
- * Node's thread waited for Redis 4-21 ms per flush between transactions, with three 0-5 ms (scratch copy
- * of the bench, 2026-11-24, runs of four).
- */
-export function flushWorkersOf(transactionsAtOnce: number): number {
-  return Math.max(3, transactionsAtOnce);
 }
 
 /** What differs between databases: statement shapes, placeholders and error codes. */
@@ -115,8 +96,7 @@ export function fixedIntegerRange(type: string, unsigned: boolean): [number, num
 
 /**
  * Rows `from` to `to` (exclusive) as statement parameters, row after row: its id, then its deltas;
- * `size` parameters in all, those past the rows null. The array is made at its full size at once:
- * lengthened afterwards, V8 may keep it as a dictionary, which costs every later read of it.
+ * `size` parameters in all, those past the rows null.
  */
 export function rowParams(
   rows: DeltaRows,

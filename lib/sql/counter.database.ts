@@ -7,7 +7,6 @@ import { CounterDatabaseUnavailableError } from '../exceptions/counter-database-
 import { CounterError } from '../exceptions/counter.error.js';
 import type { ResolvedCounterOptions } from '../interfaces/counter-module-options.interface.js';
 import type { CounterDialect, DeltaRows } from './counter-dialect.js';
-import { BetterSqlite3Statements } from './better-sqlite3-statements.js';
 import { CounterLedgerEntry } from './counter-ledger.entity.js';
 import { dialectFor } from './dialect-for.js';
 import { groupBy } from '../collections.js';
@@ -48,8 +47,6 @@ export class CounterDatabase {
   private readonly waiting: Array<() => void> = [];
   /** The dialect for the server reached, once asked (see `CounterDialect.forServer`). */
   private serverDialect?: Promise<CounterDialect>;
-  /** On better-sqlite3, where the batch UPDATEs run without TypeORM's `query` (see BetterSqlite3Statements). */
-  private readonly sqliteStatements?: BetterSqlite3Statements;
 
   constructor(
     @Inject(COUNTER_DATA_SOURCE) private readonly dataSource: DataSource,
@@ -58,7 +55,6 @@ export class CounterDatabase {
     this.dialect = dialectFor(dataSource);
     this.transactionsAtOnce = Math.min(options.flushConcurrency, this.dialect.parallelTransactions);
     this.flushBatchSize = options.flushBatchSize ?? this.dialect.defaultFlushBatchSize;
-    this.sqliteStatements = BetterSqlite3Statements.of(dataSource);
   }
 
   /** Counter values of the rows that exist, by id as the database returns it. */
@@ -90,13 +86,10 @@ export class CounterDatabase {
   }
 
   private async inTurn<T>(run: () => Promise<T>): Promise<T> {
-    // A transaction that ends hands its place to the first one waiting, if any, on the next turn of the
-    // event loop: first the Redis calls queued for the next tick (TickQueue) by the code that goes on
-    // after the ended one (its acknowledgements, the next claims) are sent, so that Redis runs them while
-    // the next transaction runs. With a driver that runs statements on this thread (better-sqlite3),
-    // handed over at once, the next transaction would run before they are sent, and Redis and SQLite
-    // would take turns (a scratch copy of the flush bench, SQLite, 100,000 rows: 0.26-0.29 s per flush
-    // against 0.22-0.23 s with this).
+    // A transaction that ends hands its place to the first one waiting on the next turn of the event
+    // loop, once the Redis calls queued meanwhile (its acknowledgements, the next claims) have been sent:
+    // with a driver that runs statements on this thread (better-sqlite3), Redis and the database then
+    // work side by side instead of taking turns (see docs/PERFORMANCE.md, "Flush pipeline").
     if (this.running < this.transactionsAtOnce) this.running++;
     else await new Promise<void>((resolve) => this.waiting.push(resolve));
     try {
@@ -249,9 +242,7 @@ export class CounterDatabase {
     for (let from = 0; from < rows.ids.length; from += perStatement) {
       const to = Math.min(rows.ids.length, from + perStatement);
       const statement = dialect.addDeltas(target, rows, from, to);
-      const affected = this.sqliteStatements
-        ? this.sqliteStatements.run(runner, statement.sql, statement.params)
-        : (await runner.query(statement.sql, statement.params, true)).affected;
+      const { affected } = await runner.query(statement.sql, statement.params, true);
       if ((affected ?? 0) < to - from) missing.push(...(await this.missingRows(runner, entity, rows.ids, from, to)));
     }
     return missing;

@@ -2,9 +2,9 @@ import type { DataSource } from 'typeorm';
 import { MESSAGES } from '../counter.messages.js';
 import { CounterConfigurationError } from '../exceptions/counter-configuration.error.js';
 import type { CounterDialect } from './counter-dialect.js';
-import { mysqlDialect } from './mysql.js';
-import { postgresDialect } from './postgres.js';
-import { sqliteDialect } from './sqlite.js';
+import { mysqlDialect } from './mysql.dialect.js';
+import { postgresDialect } from './postgres.dialect.js';
+import { sqliteDialect } from './sqlite.dialect.js';
 
 export function dialectFor(dataSource: DataSource): CounterDialect {
   const type = String(dataSource.options.type);

@@ -3,9 +3,10 @@ import type { DeltaRows } from './counter-dialect.js';
 import type { DeltaBatch } from './counter.database.js';
 
 /**
- * One entity's batches as one set of rows sorted by id, with a column for every counter any batch
- * changes (0 where a batch does not change it), and the batch (its index in `batches`) of each row.
- * Batches of one transaction come from distinct shards, so no row is in two of them.
+ * One entity's batches as one set of rows sorted by id (so that two flushers lock rows in one order),
+ * with a column for every counter any batch changes (0 where a batch does not change it), and the batch
+ * (its index in `batches`) of each row. Batches of one transaction come from distinct shards, so no row
+ * is in two of them.
  */
 export function mergeBatches(batches: DeltaBatch[]): {
   counters: CounterField[];
@@ -32,20 +33,14 @@ export function mergeBatches(batches: DeltaBatch[]): {
     }
   }
   const order = sortedPlaces(ids);
-  const sources = batches.map((batch) => batch.rows.deltas);
   const columnsOf = batches.map((batch) => batch.counters.map((counter) => counters.indexOf(counter)));
-  // A typed array, zeroed as it is made: the deltas of a transaction of 8,000 rows of three counters
-  // are 192 KB, past the size from which V8 puts an array in its large-object space, and an array made
-  // so and filled with zeros cost 24 ns per row (a Float64Array 4). A merge of 8,000 rows of three counters
-  // from 15 batches took 93-101 ns per row with it, against 117-124 (measured alone, three runs of each in
-  // turns, 2026-11-24).
   const rows: DeltaRows = { ids: new Array(total), deltas: new Float64Array(total * width) };
   const batchOfRow: number[] = new Array(total);
   for (let sorted = 0; sorted < total; sorted++) {
     const place = order[sorted];
     const b = batchOf[place];
     const columns = columnsOf[b];
-    const source = sources[b];
+    const source = batches[b].rows.deltas;
     const first = rowOf[place] * columns.length;
     rows.ids[sorted] = ids[place];
     for (let c = 0; c < columns.length; c++) rows.deltas[sorted * width + columns[c]] = source[first + c];
@@ -60,14 +55,10 @@ const PACKED_IDS = 2 ** 32;
 
 /**
  * The places of `ids` in id order. Integer ids below 2^32 in magnitude (most keys) are sorted as one
- * number per row, by the typed array's own numeric sort: a sort that calls back to compare cost more
- * than the rest of a merge (two batches of 520 rows, merge measured alone: 0.35 against 0.13 µs per
- * row). The key is (id - smallest id) × 2^b + place, b the bits of the largest place: in 32 bits where
- * the ids span little enough (2^32 ÷ the places rounded up to a power of two: ids up to a million apart
- * in a transaction of 4,000 rows, half a million in one of 8,000), else in a double, exact below 2^53.
- * V8 sorts a Uint32Array about four times faster than a Float64Array (1,330 keys: 11–13 against 52–53
- * ns per key, measured alone), and from RADIX_SORT_FROM keys on the 32-bit keys go through a radix
- * sort, faster still (see `radixSorted`). Other ids go through `compareIds`.
+ * number per row, (id - smallest id) × 2^b + place (b the bits of the largest place), by a typed array's
+ * own numeric sort, in 32 bits where the ids span little enough and in a double otherwise (exact below
+ * 2^53): a sort that calls back to compare costs more (see docs/PERFORMANCE.md, "Rows sorted as packed
+ * numbers"). Other ids go through `compareIds`.
  */
 function sortedPlaces(ids: Array<string | number>): ArrayLike<number> {
   const count = ids.length;
@@ -80,48 +71,11 @@ function sortedPlaces(ids: Array<string | number>): ArrayLike<number> {
   const keys = narrow ? new Uint32Array(count) : new Float64Array(count);
   const base = narrow ? span.smallest : -PACKED_IDS;
   for (let place = 0; place < count; place++) keys[place] = ((ids[place] as number) - base) * placeSpan + place;
-  const sortedKeys =
-    narrow && count >= RADIX_SORT_FROM
-      ? radixSorted(keys as Uint32Array, Math.ceil(Math.log2((span.largest - span.smallest + 1) * placeSpan)))
-      : keys.sort();
+  keys.sort();
   const order = new Uint32Array(count);
   // The place is the key's low bits: the remainder of a division by a power of two, exact in a double.
-  for (let sorted = 0; sorted < count; sorted++) {
-    const key = sortedKeys[sorted];
-    order[sorted] = key - Math.floor(key / placeSpan) * placeSpan;
-  }
+  for (let sorted = 0; sorted < count; sorted++) order[sorted] = keys[sorted] % placeSpan;
   return order;
-}
-
-/** Keys from which `radixSorted` beats the typed array's own sort (see there). */
-const RADIX_SORT_FROM = 1_024;
-const RADIX_BITS = 11;
-
-/**
- * 32-bit keys below 2^bits in ascending order, in passes of 11 bits (least significant first), each a
- * count of the keys per digit and a stable scatter into a second array. V8's own sort of a Uint32Array
- * took 26-38 ns per key for 1,000 to 16,000 keys in random order (the merges of a 100,000-row SQLite
- * flush spent 4.2-4.7 ms in it), this 10-14 ns; at 500 keys the two were even, the fixed cost of this
- * one (2,048 digits counted per pass) outweighing its gain (measured alone, 2026-11-24).
- * Returns `keys` or the second array, whichever holds the result.
- */
-function radixSorted(keys: Uint32Array, bits: number): Uint32Array {
-  let from: Uint32Array = keys;
-  let to: Uint32Array = new Uint32Array(keys.length);
-  const starts = new Uint32Array(1 << RADIX_BITS);
-  const mask = (1 << RADIX_BITS) - 1;
-  for (let shift = 0; shift < bits; shift += RADIX_BITS) {
-    starts.fill(0);
-    for (let i = 0; i < from.length; i++) starts[(from[i] >>> shift) & mask]++;
-    for (let digit = 0, start = 0; digit <= mask; digit++) {
-      const keysOfDigit = starts[digit];
-      starts[digit] = start;
-      start += keysOfDigit;
-    }
-    for (let i = 0; i < from.length; i++) to[starts[(from[i] >>> shift) & mask]++] = from[i];
-    [from, to] = [to, from];
-  }
-  return from;
 }
 
 /** The smallest and largest of `ids` when all are integers below 2^32 in magnitude; undefined otherwise. */

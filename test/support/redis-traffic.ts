@@ -91,7 +91,7 @@ export class RedisTraffic {
  * An argument as sent, from MONITOR's quoted form: Redis writes a line break as `\n`, a backslash as
  * `\\` and other unprintable bytes as `\xHH` (ioredis only turns `\"` back into `"`).
  */
-function unescapeMonitorArg(arg: string): string {
+export function unescapeMonitorArg(arg: string): string {
   const escapes: Record<string, string> = { n: '\n', r: '\r', t: '\t', a: '\x07', b: '\b', '\\': '\\' };
   return arg.replace(/\\(x[0-9a-f]{2}|[nrtab\\])/g, (_, code: string) =>
     code.length === 3 ? String.fromCharCode(parseInt(code.slice(1), 16)) : escapes[code],

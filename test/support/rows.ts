@@ -1,5 +1,5 @@
 import type { DataSource } from 'typeorm';
-import type { CounterKeys } from '../../lib/redis/keys.js';
+import type { CounterKeys } from '../../lib/redis/counter.keys.js';
 import { Article, Remark } from './entities.js';
 
 /**

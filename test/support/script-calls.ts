@@ -1,38 +1,13 @@
+import { createHash } from 'node:crypto';
 import type { SentCommand } from './command-tap.js';
-import { forEachDumpedHashEntry, textOf } from '../../lib/redis/hash-dump.js';
-import type { AnyRedis } from './redis.js';
+import { readDumpedHash } from '../../lib/redis/claimed-batch.reader.js';
+import { COUNTER_SCRIPTS } from '../../lib/redis/script-commands.js';
 
-/**
- * The scripts registered on a client with ioredis's `defineCommand` (as the counter store does), by
- * SHA: a script call goes out as `EVALSHA <sha>`, so the SHA names the script.
- */
-export function scriptsBySha(client: AnyRedis): Map<string, string> {
-  const { scriptsSet } = client as unknown as { scriptsSet: Record<string, { sha: string }> };
-  return new Map(Object.entries(scriptsSet).map(([name, script]) => [script.sha, name]));
-}
-
-/** One shard's part of a read call: the keys the script builds for it. */
-export interface ReadShard {
-  /** `<slot tag>:<shard>`, what every key of the shard starts with. */
-  tag: string;
-  generation: string;
-  rows: string[];
-}
-
-/**
- * The shards a read call names and the keys the script builds for them, from its ARGV: per slot tag,
- * the tag and a line per shard, "<shard>|<counters>|<encoded ids>" (see read.script.ts).
- */
-export function readCallShards(argv: string[]): ReadShard[] {
-  const shards: ReadShard[] = [];
-  for (let at = 0; at < argv.length; at += 2) {
-    for (const line of argv[at + 1].split('\n').slice(0, -1)) {
-      const [shard, , ids] = line.split('|');
-      const tag = `${argv[at]}:${shard}`;
-      shards.push({ tag, generation: `${tag}:gen`, rows: ids.split(' ').map((id) => `${tag}:r:${id}`) });
-    }
-  }
-  return shards;
+/** The library's scripts by SHA: a script call goes out as `EVALSHA <sha>`, so the SHA names the script. */
+export function scriptsBySha(): Map<string, string> {
+  return new Map(
+    Object.entries(COUNTER_SCRIPTS).map(([name, lua]) => [createHash('sha1').update(lua).digest('hex'), name]),
+  );
 }
 
 /** A script call's declared keys (KEYS) and other arguments (ARGV), from `EVALSHA sha numkeys …`. */
@@ -50,11 +25,8 @@ export function claimedIds(reply: unknown): string[] {
   if (!Array.isArray(reply) || !Buffer.isBuffer(reply[5])) return [];
   const ids = new Set<string>();
   // The batch's own fields start with '#', and a change that netted to zero has nothing for the database.
-  forEachDumpedHashEntry(reply[5], {
-    entry(field, value) {
-      const name = textOf(field);
-      if (!name.startsWith('#') && textOf(value) !== '0') ids.add(name.slice(0, name.indexOf(' ')));
-    },
+  readDumpedHash(reply[5], (field, value) => {
+    if (!field.startsWith('#') && Number(value) !== 0) ids.add(field.slice(0, field.indexOf(' ')));
   });
   return [...ids];
 }

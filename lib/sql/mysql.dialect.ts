@@ -28,8 +28,7 @@ export const mysqlDialect: CounterDialect = {
   defaultFlushBatchSize: DEFAULT_FLUSH_BATCH_SIZE,
   integerRange: fixedIntegerRange,
   placeholder: () => '?',
-  // Beyond a few thousand rows the derived table costs more per row (MariaDB, 3 columns: 8.2 µs per row
-  // at 1,000 rows, 10.7 at 2,000, 15.9 at 4,000).
+  // Past about a thousand rows a derived table costs more per row.
   maxRowsPerStatement: () => 1_000,
 
   addDeltas: (target, rows, from, to) => joinedDeltas(target, rows, from, to, 'select'),
@@ -45,8 +44,7 @@ export const mysqlDialect: CounterDialect = {
 
 /**
  * MariaDB from 10.3.3: the derived table's rows after the first as one `VALUES` list, which the server
- * parses and plans faster than a SELECT per row (1,000 rows of three counters, one connection: 5.4–6.4 µs
- * per row against 9.6–10.5 µs, measured on MariaDB 10.11 on this project's machine).
+ * parses and plans faster than a SELECT per row.
  */
 const mariadbDialect: CounterDialect = {
   ...mysqlDialect,
@@ -67,9 +65,8 @@ export function isMariaDbWithValues(version: string): boolean {
 
 /**
  * `UPDATE t JOIN (SELECT ? AS id, ? AS d0 … UNION ALL SELECT ?, ? …) AS v ON t.id = v.id SET …`, or
- * `… UNION ALL VALUES (?, ? …), (…)` after the first row (MariaDB). The derived table replaced a CASE
- * per column (`CASE id WHEN ? THEN ? …`), whose cost grows with the square of the rows
- * (12 µs per row at 500 rows, 17 at 1,000). A multi-table UPDATE takes no ORDER BY, so the server
+ * `… UNION ALL VALUES (?, ? …), (…)` after the first row (MariaDB); a CASE per column would cost the
+ * square of the rows. A multi-table UPDATE takes no ORDER BY, so the server
  * picks the order in which it locks the rows. Flushers cannot deadlock each other over it: they never
  * write the same rows at once (each holds its shards' leases, and a batch written twice meets the
  * ledger's key before any row). An outside transaction that locks the batch's rows in another order

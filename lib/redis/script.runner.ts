@@ -3,8 +3,8 @@ import { CounterStoreUnavailableError } from '../exceptions/counter-store-unavai
 import { MESSAGES } from '../counter.messages.js';
 import { MAX_ROWS_PER_CALL } from '../counter.constants.js';
 import { groupBy } from '../collections.js';
-import type { ShardKeys } from './keys.js';
-import { isCluster, type RedisClient } from './redis-connection.js';
+import type { ShardKeys } from './counter.keys.js';
+import { isCluster, type RedisClient } from './counter-redis.handle.js';
 import {
   withScripts,
   type CallTarget,
@@ -12,7 +12,7 @@ import {
   type ScriptClient,
   type ScriptPipeline,
 } from './script-commands.js';
-import { TickQueue, type Queued } from './tick-queue.js';
+import { TurnBatcher, type Queued } from './turn.batcher.js';
 
 /**
  * States in which a command can be sent now: connected, or a lazy client's first command (which
@@ -39,7 +39,7 @@ interface ShardCall {
 export class ScriptRunner {
   readonly client: ScriptClient;
   /** Flush calls of single shards (claims, acks, releases): see `onShard`. */
-  private readonly shardCalls = new TickQueue<ShardCall, unknown>(Number.POSITIVE_INFINITY, 0, (queued) =>
+  private readonly shardCalls = new TurnBatcher<ShardCall, unknown>(Number.POSITIVE_INFINITY, 0, (queued) =>
     this.sendShardCalls(queued),
   );
 
@@ -119,7 +119,7 @@ export class ScriptRunner {
     send: (target: CallTarget, indexes: number[]) => unknown,
   ): Promise<Array<[Error | null, unknown]>> {
     // A lone call goes straight to the client (on a cluster ioredis routes it): a pipeline costs more to
-    // build than the call itself (a 100-row page read: about 100 µs of CPU more, measured alone).
+    // build than the call itself.
     if (calls.length === 1) return [await settle(send(this.client, calls[0]) as Promise<unknown>)];
     const settled: Array<[Error | null, unknown]> = new Array(calls.length);
     // Before the slot map is known, each call goes on its own; ioredis routes it.
@@ -203,10 +203,9 @@ export class ScriptRunner {
       (index: number): ReplyCallback =>
       (error, reply) =>
         error ? queued[index].reject(error) : queued[index].resolve(reply);
-    // On a single Redis each call is settled as its reply arrives, not when the round trip's last one
-    // does: the claims of two flush workers sent in one turn took 8-10 ms together, and the first
-    // worker's transaction waited for the second's claims (scratch copy of the SQLite flush bench). A
-    // cluster pipeline sends again what a node redirects: there a call is settled from its results.
+    // On a single Redis each call is settled as its reply arrives, not with the round trip's last one, so a
+    // flush worker's transaction does not wait for another worker's claims sent alongside. A cluster
+    // pipeline sends again what a node redirects: there a call is settled from its results.
     const early = isCluster(this.client) ? undefined : settleCall;
     const settled = await this.sendPerNode(
       requests,

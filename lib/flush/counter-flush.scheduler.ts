@@ -8,12 +8,12 @@ import {
 } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { randomUUID } from 'node:crypto';
-import { COUNTER_FLUSH_JOB_PREFIX, COUNTER_OPTIONS } from './counter.constants.js';
+import { COUNTER_FLUSH_JOB_PREFIX, COUNTER_OPTIONS } from '../counter.constants.js';
+import { MESSAGES } from '../counter.messages.js';
+import { CounterConfigurationError } from '../exceptions/counter-configuration.error.js';
+import type { ResolvedCounterOptions } from '../interfaces/counter-module-options.interface.js';
 import { CounterFlusher } from './counter.flusher.js';
-import { CounterHealth } from './counter.health.js';
-import { MESSAGES } from './counter.messages.js';
-import { CounterConfigurationError } from './exceptions/counter-configuration.error.js';
-import type { ResolvedCounterOptions } from './interfaces/counter-module-options.interface.js';
+import { FlushRecord } from './flush.record.js';
 
 /**
  * Runs the flush every `flushIntervalMs` through `SchedulerRegistry`. A tick that comes while a flush
@@ -34,7 +34,7 @@ export class CounterFlushScheduler implements OnApplicationBootstrap, BeforeAppl
 
   constructor(
     private readonly flusher: CounterFlusher,
-    private readonly health: CounterHealth,
+    private readonly record: FlushRecord,
     @Inject(COUNTER_OPTIONS) private readonly options: ResolvedCounterOptions,
     @Optional() private readonly schedulerRegistry?: SchedulerRegistry,
   ) {}
@@ -83,7 +83,7 @@ export class CounterFlushScheduler implements OnApplicationBootstrap, BeforeAppl
       })
       .catch((error: Error) => {
         // The flush itself threw (a bug, not a failed shard): it could not record that it failed.
-        this.health.flushFailed(error);
+        this.record.flushFailed(error);
         this.backOff(error);
       })
       .finally(() => {
@@ -97,7 +97,7 @@ export class CounterFlushScheduler implements OnApplicationBootstrap, BeforeAppl
 
   /** Waits longer after each failed flush in a row (the flusher counts them), with jitter. */
   private backOff(error: Error): void {
-    const failures = this.health.consecutiveFailedFlushes;
+    const failures = this.record.consecutiveFailedFlushes;
     const ceiling = Math.min(this.options.flushMaxBackoffMs, this.options.flushIntervalMs * 2 ** failures);
     const delay = Math.round(ceiling / 2 + (Math.random() * ceiling) / 2);
     this.nextAttemptAt = Date.now() + delay;

@@ -1,11 +1,11 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { MESSAGES } from './counter.messages.js';
-import type { RedisDataLossReport } from './interfaces/counter-status.interface.js';
+import { MESSAGES } from '../counter.messages.js';
+import type { RedisDataLossReport } from '../interfaces/counter-status.interface.js';
 
-/** This instance's record of its flushes and of Redis data losses, for `CounterService.status()`. */
+/** This instance's record of its flushes and of the Redis data losses it detected, for `status()`. */
 @Injectable()
-export class CounterHealth {
-  private readonly logger = new Logger('CounterHealth');
+export class FlushRecord {
+  private readonly logger = new Logger('CounterFlush');
   lastSuccessfulFlushAt: Date | null = null;
   lastFailedFlushAt: Date | null = null;
   lastFlushError: string | null = null;

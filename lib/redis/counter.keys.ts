@@ -5,24 +5,19 @@ import { COUNTER_DEFAULTS } from '../counter.constants.js';
 const RUN_DIGITS = 2;
 
 /** An optional minus sign, then digits only: the text of an integer key. */
-function isIntegerText(text: string): boolean {
-  if (text.length === 0) return false;
-  for (let i = text.charCodeAt(0) === 45 /* - */ && text.length > 1 ? 1 : 0; i < text.length; i++) {
-    const code = text.charCodeAt(i);
-    if (code < 48 || code > 57) return false;
-  }
-  return true;
-}
+const INTEGER_TEXT = /^-?\d+$/;
 
 /**
- * Key layout. The hash tag names a slot group of an entity, not a row: `ctr:{article:1}:17:r:42` is row
- * 42 of shard 17, and `ctr:{article:1}:17:dirty` that shard's dirty set. Shard n is in slot group
- * n mod slotsPerEntity, so a row, its shard's keys and the other shards of its group live in one
- * cluster slot: everything a script touches with a row is in that slot, and one script call can read
- * rows of several shards (a page read costs one call per slot touched, not per shard).
+ * The key layout: every Redis key the module uses is named here, and only here. Scripts get each key
+ * they touch in `KEYS`, built by this module; no Lua code makes a key name.
+ *
+ * Rows are spread over `shards` shards per entity. The hash tag names a slot group of an entity, not a
+ * row: `ctr:{article:1}:17:r:42` is row 42 of shard 17, and `ctr:{article:1}:17:dirty` that shard's dirty
+ * set. Shard n is in slot group n mod `slotsPerEntity`, so a row, its shard's keys and the other shards
+ * of its group share one cluster slot, and a script that touches a row and its shard stays in that slot.
  */
 export class CounterKeys {
-  /** The ShardKeys of each entity, built once: the increment path only indexes into them. */
+  /** The ShardKeys of each entity, built once. */
   private readonly cache = new Map<string, readonly ShardKeys[]>();
   /** Slot groups per entity: never more than there are shards. */
   private readonly slotGroups: number;
@@ -45,16 +40,13 @@ export class CounterKeys {
   }
 
   /**
-   * Stable across processes and releases: FNV-1a of the encoded id, where an integer id counts by its
-   * run of 100 (its sign and every digit but the last two), so ids 1200-1299 share a shard, as do 0-99
-   * and -99 to -1. Rows with close integer keys are stored close together (the key's B-tree, and for
-   * auto-increment keys the order rows were inserted in), so a flush transaction of such a run rewrites
-   * a few pages of the table instead of one per row. Flush bench, SQLite, 100,000 rows all dirty: 180 ms
-   * of SQL (84 commits, 22 ms) instead of 600 ms (96 commits, 270 ms) when each id was hashed on its
-   * own, every transaction then writing nearly every page of its table.
+   * The shard of a row, stable across processes and releases: FNV-1a of the encoded id, where an integer
+   * id counts by its run of 100 (its sign and every digit but the last two), so ids 1200-1299 share a
+   * shard. Rows with close integer keys are stored close together in the table, so a flush transaction
+   * of such a run rewrites a few pages instead of one per row (see docs/PERFORMANCE.md, "Shards by runs").
    */
   shardOf(encodedId: string): number {
-    const end = isIntegerText(encodedId)
+    const end = INTEGER_TEXT.test(encodedId)
       ? Math.max(encodedId.startsWith('-') ? 1 : 0, encodedId.length - RUN_DIGITS)
       : encodedId.length;
     let hash = 0x811c9dc5;
@@ -88,18 +80,21 @@ export class CounterKeys {
 export class ShardKeys {
   /** What every key of the shard starts with; unique to the shard. */
   readonly tag: string;
+  /** Rows with changes no flush has claimed, scored by when each became dirty (a sorted set). */
   readonly dirty: string;
+  /** Which flusher owns the shard, with an expiry (a string). */
   readonly lease: string;
+  /** The changes claimed by a flush and not yet acknowledged, with the batch's own fields ('#…'). */
   readonly batch: string;
+  /** Bumped by every acknowledged batch; never expires, so its absence means Redis lost the shard's data. */
   readonly generation: string;
-  /** Per "<encoded id> <counter>", the delta no flush has claimed yet (see increment.script.ts). */
+  /** Per "<encoded id> <counter>", the delta no flush has claimed yet (a hash). */
   readonly pending: string;
   /**
    * Changes of counters that the flusher which claimed them did not know (an instance deployed before
    * the counter was added), until one that knows them claims the shard; expires like a row.
    */
   readonly unknown: string;
-  readonly rowPrefix: string;
   /** The cluster slot of every key of the shard (and of the other shards of its group). */
   readonly slot: number;
 
@@ -116,10 +111,10 @@ export class ShardKeys {
     this.generation = `${this.tag}:gen`;
     this.pending = `${this.tag}:pending`;
     this.unknown = `${this.tag}:unknown`;
-    this.rowPrefix = `${this.tag}:r:`;
   }
 
+  /** The hash of a row's live values (`v:<counter>` fields), a cache that expires. */
   row(encodedId: string): string {
-    return this.rowPrefix + encodedId;
+    return `${this.tag}:r:${encodedId}`;
   }
 }

@@ -1,0 +1,24 @@
+/** The give-back script: see the comment at its top. */
+export const GIVE_BACK_LUA = String.raw`
+--[[
+Takes the changes of counters a flusher does not know (it was deployed before they were added to the
+entity) out of the batch it claimed, before it writes the batch, into the shard's hash of such changes:
+the next claim of the shard by a flusher that knows them takes them (claim.lua.ts), and a row loaded
+meanwhile counts them (seed.lua.ts). Done before the write, so a batch the database has only ever holds
+changes its writer wrote: a flusher that recovers it has nothing to give back. The hash expires like a
+row when no flusher that knows them comes (a counter removed from the entity).
+
+KEYS: the shard's batch hash, hash of unknown counters' changes, and lease; one slot.
+ARGV[1] batch id, ARGV[2] lease token, ARGV[3] TTL (seconds), then field name and delta, over and over.
+Returns 1 when given back, 0 when the batch or the lease is no longer the caller's (nothing done).
+]]
+
+local batch, unknown, lease = KEYS[1], KEYS[2], KEYS[3]
+if redis.call('HGET', batch, '#id') ~= ARGV[1] or redis.call('GET', lease) ~= ARGV[2] then return 0 end
+for i = 4, #ARGV, 2 do
+  redis.call('HDEL', batch, ARGV[i])
+  redis.call('HINCRBY', unknown, ARGV[i], ARGV[i + 1])
+end
+redis.call('EXPIRE', unknown, ARGV[3])
+return 1
+`;

@@ -1,0 +1,110 @@
+/** The increment script: see the comment at its top. */
+export const INCREMENT_LUA = String.raw`
+--[[
+Applies the counter changes of one or more rows, each applied or refused on its own and in order,
+exactly as if each had been its own call. The changes asked for in one turn of the event loop travel
+together (IncrementBatcher), so a call's fixed cost is shared.
+
+KEYS, four per row: the row's hash, its shard's pending hash, dirty set and generation (one slot).
+ARGV[1] row TTL (seconds); then per row, in the order of KEYS: its encoded id, the number n of its
+changes, then n times (counter, delta, min, max); min and max are '' for the safe-integer limits.
+Returns two values per change, in order: {1, new value} when applied; {0, generation} when the row has
+no live value of the counter (nothing written: the caller loads the row and calls again); {2, current
+value} when the new value would leave [min, max] (nothing written).
+
+Where a change goes: the row's 'v:<counter>' holds the live value; the shard's pending hash holds, per
+'<encoded id> <counter>', the delta no flush has claimed yet. Invariant: every row with a pending
+change is in the dirty set. The row is a cache that may expire; its pending changes do not.
+]]
+
+local MAX_SAFE = 9007199254740991
+local ttl = ARGV[1]
+
+-- A value Redis returns exactly: the number below 10^14, else its digits (Lua's own conversion keeps 14).
+local function exact(number)
+  if number > -1e14 and number < 1e14 then return number end
+  return string.format('%.0f', number)
+end
+
+local function outside(value, min, max)
+  return value < (min == '' and -MAX_SAFE or tonumber(min)) or value > (max == '' and MAX_SAFE or tonumber(max))
+end
+
+-- Adds delta (given as text, as redis.call takes it) to the live value and to the pending change; true
+-- when the pending change is new (the first since the shard's last claim, or one that netted to zero).
+local function add(k, id, field, counter, delta, text)
+  redis.call('HINCRBY', KEYS[k], field, text)
+  return redis.call('HINCRBY', KEYS[k + 1], id .. ' ' .. counter, text) == delta
+end
+
+-- A row whose changes just made 'created' pending changes joins the dirty set (NX keeps when it first
+-- became dirty) and stays cached for another TTL. A pending hash of no more fields than those was made by
+-- them: it gets the '#wide' field, which makes Redis keep it as a hash table (see claim.lua.ts).
+local function mark_dirty(k, id, created)
+  if redis.call('HLEN', KEYS[k + 1]) <= created then
+    redis.call('HSET', KEYS[k + 1], '#wide', string.rep('-', 65))
+  end
+  local now = redis.call('TIME')
+  redis.call('ZADD', KEYS[k + 2], 'NX', now[1] * 1000 + math.floor(now[2] / 1000), id)
+  redis.call('EXPIRE', KEYS[k], ttl)
+end
+
+-- The one change of a row: most rows of a call have one, and need no tables.
+local function change_one(k, id, counter, text, min, max)
+  local field = 'v:' .. counter
+  local value = redis.call('HGET', KEYS[k], field)
+  if not value then return 0, redis.call('GET', KEYS[k + 3]) or '0' end
+  local current, delta = tonumber(value), tonumber(text)
+  if outside(current + delta, min, max) then return 2, exact(current) end
+  if delta ~= 0 and add(k, id, field, counter, delta, text) then mark_dirty(k, id, 1) end
+  return 1, exact(current + delta)
+end
+
+local out, at = {}, 2
+local function answer(kind, value)
+  out[#out + 1] = kind
+  out[#out + 1] = value
+end
+
+for k = 1, #KEYS, 4 do
+  local id, n = ARGV[at], tonumber(ARGV[at + 1])
+  at = at + 2
+  if n == 1 then
+    answer(change_one(k, id, ARGV[at], ARGV[at + 1], ARGV[at + 2], ARGV[at + 3]))
+    at = at + 4
+  else
+    -- Several changes of a row: each counter's are added up and written once (a hot row's likes).
+    -- Per counter: {live value, sum of the applied deltas, field}, or false when it has no live value.
+    local state, counters = {}, {}
+    for _ = 1, n do
+      local counter, delta, min, max = ARGV[at], tonumber(ARGV[at + 1]), ARGV[at + 2], ARGV[at + 3]
+      at = at + 4
+      if state[counter] == nil then
+        local field = 'v:' .. counter
+        local value = redis.call('HGET', KEYS[k], field)
+        state[counter] = value and { tonumber(value), 0, field } or false
+        counters[#counters + 1] = counter
+      end
+      local counted = state[counter]
+      if not counted then
+        answer(0, redis.call('GET', KEYS[k + 3]) or '0')
+      elseif outside(counted[1] + delta, min, max) then
+        answer(2, exact(counted[1]))
+      else
+        counted[1] = counted[1] + delta
+        counted[2] = counted[2] + delta
+        answer(1, exact(counted[1]))
+      end
+    end
+    local created = 0
+    for _, counter in ipairs(counters) do
+      local counted = state[counter]
+      if counted and counted[2] ~= 0 and add(k, id, counted[3], counter, counted[2], exact(counted[2])) then
+        created = created + 1
+      end
+    end
+    if created > 0 then mark_dirty(k, id, created) end
+  end
+end
+return out
+`;

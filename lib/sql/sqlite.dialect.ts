@@ -1,0 +1,79 @@
+import {
+  currentValue,
+  driverErrorOf,
+  rowParams,
+  type CounterDialect,
+  type DeltaRows,
+  type DeltaTarget,
+  type Statement,
+} from './counter-dialect.js';
+
+const DUPLICATE = new Set(['SQLITE_CONSTRAINT_PRIMARYKEY', 'SQLITE_CONSTRAINT_UNIQUE']);
+
+/**
+ * Rows of every UPDATE statement: a batch's last statement is padded to this many with rows that match
+ * no id (all NULL), so that a table's statements share one text, which better-sqlite3 compiles once
+ * (TypeORM's query runner keeps compiled statements by text): compiling a long VALUES list takes longer
+ * than running it (see docs/PERFORMANCE.md, "SQLite statements of one text").
+ */
+const STATEMENT_ROWS = 256;
+
+/**
+ * Rows per flush transaction by default. SQLite has one writer at a time, which locks the whole database
+ * whatever a transaction's size, and every COMMIT syncs its log: fewer, larger transactions take less of
+ * Node's thread, which runs SQLite's statements (see docs/PERFORMANCE.md, "SQLite transactions").
+ */
+const SQLITE_FLUSH_BATCH_SIZE = 8_000;
+
+/** SQLite binds at most 32,766 parameters per statement; a row takes its id and one per column. */
+const MAX_PARAMETERS = 32_766;
+
+/**
+ * SQLite (better-sqlite3): `UPDATE … FROM` a VALUES list (SQLite 3.33+), in the FROM clause, where SQLite
+ * reads it row by row as the UPDATE goes (as a WITH table it would copy it first). The database lock
+ * serialises writers, so row order is moot.
+ */
+export const sqliteDialect: CounterDialect = {
+  parallelTransactions: 1,
+  defaultFlushBatchSize: SQLITE_FLUSH_BATCH_SIZE,
+  // SQLite stores every integer in up to 8 bytes, whatever the declared type.
+  integerRange: () => undefined,
+  placeholder: () => '?',
+  maxRowsPerStatement: (columns) => Math.min(STATEMENT_ROWS, Math.floor(MAX_PARAMETERS / (1 + columns))),
+
+  addDeltas: joinedDeltas,
+
+  isDuplicateKey: (error) => DUPLICATE.has(String(driverErrorOf(error).code)),
+  isTransient: (error) => String(driverErrorOf(error).code ?? '').startsWith('SQLITE_BUSY'),
+  // One writer at a time: SQLite waits (busy) instead of deadlocking.
+  isDeadlock: () => false,
+};
+
+/** Statement texts by table and columns, made once. */
+const statementTexts = new Map<string, string>();
+
+function joinedDeltas(target: DeltaTarget, rows: DeltaRows, from: number, to: number): Statement {
+  const rowsPerStatement = sqliteDialect.maxRowsPerStatement(target.columns.length);
+  // A NULL id equals nothing, so a padding row updates no row (and `changes` counts real rows only).
+  const params = rowParams(rows, from, to, target.columns.length, rowsPerStatement * (1 + target.columns.length));
+  return { sql: statementText(target, rowsPerStatement), params };
+}
+
+function statementText(target: DeltaTarget, rows: number): string {
+  const key = `${target.table} ${target.idColumn} ${target.columns.join(' ')} ${target.nullable.join(' ')}`;
+  let sql = statementTexts.get(key);
+  if (sql === undefined) {
+    const tuple = `(${['?', ...target.columns.map(() => '?')].join(', ')})`;
+    // A VALUES table's columns are column1 (the id), column2 (the first delta) and so on.
+    const assignments = target.columns.map(
+      (column, index) =>
+        `${column} = ${currentValue(`${target.table}.${column}`, target.nullable[index])} + v.column${index + 2}`,
+    );
+    sql =
+      `UPDATE ${target.table} SET ${assignments.join(', ')} ` +
+      `FROM (VALUES ${Array.from({ length: rows }, () => tuple).join(', ')}) AS v ` +
+      `WHERE ${target.table}.${target.idColumn} = v.column1`;
+    statementTexts.set(key, sql);
+  }
+  return sql;
+}
