@@ -114,3 +114,11 @@ export function rowParams(
   while (at < size) params[at++] = null;
   return params;
 }
+
+/** A table path (`schema.table` or `table`) with each part quoted by the driver. */
+export function quotedTablePath(driver: { escape(name: string): string }, tablePath: string): string {
+  return tablePath
+    .split('.')
+    .map((part) => driver.escape(part))
+    .join('.');
+}

@@ -6,8 +6,8 @@ import type { CountedEntity, CounterField } from '../counter.registry.js';
 import { CounterDatabaseUnavailableError } from '../exceptions/counter-database-unavailable.error.js';
 import { CounterError } from '../exceptions/counter.error.js';
 import type { ResolvedCounterOptions } from '../interfaces/counter-module-options.interface.js';
-import type { CounterDialect, DeltaRows } from './counter-dialect.js';
-import { CounterLedgerEntry } from './counter-ledger.entity.js';
+import { quotedTablePath, type CounterDialect, type DeltaRows } from './counter-dialect.js';
+import { CounterLedger } from './counter.ledger.js';
 import { dialectFor } from './dialect-for.js';
 import { groupBy } from '../collections.js';
 import { compareIds, mergeBatches } from './merge-batches.js';
@@ -47,6 +47,7 @@ export class CounterDatabase {
   private readonly waiting: Array<() => void> = [];
   /** The dialect for the server reached, once asked (see `CounterDialect.forServer`). */
   private serverDialect?: Promise<CounterDialect>;
+  private readonly ledger: CounterLedger;
 
   constructor(
     @Inject(COUNTER_DATA_SOURCE) private readonly dataSource: DataSource,
@@ -55,6 +56,7 @@ export class CounterDatabase {
     this.dialect = dialectFor(dataSource);
     this.transactionsAtOnce = Math.min(options.flushConcurrency, this.dialect.parallelTransactions);
     this.flushBatchSize = options.flushBatchSize ?? this.dialect.defaultFlushBatchSize;
+    this.ledger = new CounterLedger(dataSource, this.dialect);
   }
 
   /** Counter values of the rows that exist, by id as the database returns it. */
@@ -77,12 +79,12 @@ export class CounterDatabase {
   }
 
   isBatchApplied(batchId: string): Promise<boolean> {
-    return this.bounded('reading the ledger', () => this.isBatchAppliedNow(batchId));
+    return this.bounded('reading the ledger', () => this.ledger.has(batchId));
   }
 
   /** Deletes ledger rows older than the retention. */
   pruneLedger(retentionMs: number): Promise<void> {
-    return this.bounded('pruning the ledger', () => this.pruneLedgerNow(retentionMs));
+    return this.bounded('pruning the ledger', () => this.ledger.prune(retentionMs));
   }
 
   private async inTurn<T>(run: () => Promise<T>): Promise<T> {
@@ -164,48 +166,8 @@ export class CounterDatabase {
     }
   }
 
-  private async isBatchAppliedNow(batchId: string): Promise<boolean> {
-    const ledger = this.ledger();
-    const rows: unknown[] = await this.dataSource.query(
-      `SELECT 1 AS found FROM ${ledger.table} WHERE ${ledger.column('batchId')} = ${this.dialect.placeholder(1)}`,
-      [batchId],
-    );
-    return rows.length > 0;
-  }
-
-  private async pruneLedgerNow(retentionMs: number): Promise<void> {
-    const ledger = this.ledger();
-    await this.dataSource.query(
-      `DELETE FROM ${ledger.table} WHERE ${ledger.column('appliedAt')} < ${this.dialect.placeholder(1)}`,
-      [Date.now() - retentionMs],
-    );
-  }
-
   private async applyInTransaction(runner: QueryRunner, batches: DeltaBatch[]): Promise<ApplyOutcome> {
-    const ledger = this.ledger();
-    const ledgerColumns = ['batchId', 'entity', 'shard', 'rowCount', 'appliedAt'];
-    const now = Date.now();
-    const params = batches.flatMap((batch) => [
-      batch.batchId,
-      batch.entity.key,
-      batch.shard,
-      batch.rows.ids.length,
-      now,
-    ]);
-    const tuples = batches.map(
-      (_, b) =>
-        `(${ledgerColumns.map((_, c) => this.dialect.placeholder(b * ledgerColumns.length + c + 1)).join(', ')})`,
-    );
-    try {
-      await runner.query(
-        `INSERT INTO ${ledger.table} (${ledgerColumns.map((name) => ledger.column(name)).join(', ')}) ` +
-          `VALUES ${tuples.join(', ')}`,
-        params,
-      );
-    } catch (error) {
-      if (this.dialect.isDuplicateKey(error)) return { applied: false };
-      throw error;
-    }
+    if (!(await this.ledger.record(runner, batches))) return { applied: false };
     const missingIds = batches.map((): Array<string | number> => []);
     const dialect = await this.dialectOfServer(runner);
     // Tables in one order (by entity key), rows in id order: two flushers lock rows in the same order.
@@ -231,7 +193,7 @@ export class CounterDatabase {
   ): Promise<number[]> {
     const driver = this.dataSource.driver;
     const target = {
-      table: this.quoteTablePath(entity.metadata.tablePath),
+      table: quotedTablePath(driver, entity.metadata.tablePath),
       idColumn: driver.escape(entity.primary.databaseName),
       idType: String(driver.normalizeType(entity.primary)),
       columns: counters.map((counter) => driver.escape(counter.column.databaseName)),
@@ -287,21 +249,5 @@ export class CounterDatabase {
     const missing: number[] = [];
     for (let row = from; row < to; row++) if (!present.has(canonical(ids[row]))) missing.push(row);
     return missing;
-  }
-
-  private ledger() {
-    const metadata = this.dataSource.getMetadata(CounterLedgerEntry);
-    return {
-      table: this.quoteTablePath(metadata.tablePath),
-      column: (propertyName: string) =>
-        this.dataSource.driver.escape(metadata.findColumnWithPropertyName(propertyName)!.databaseName),
-    };
-  }
-
-  private quoteTablePath(tablePath: string): string {
-    return tablePath
-      .split('.')
-      .map((part) => this.dataSource.driver.escape(part))
-      .join('.');
   }
 }

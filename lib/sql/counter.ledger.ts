@@ -1,0 +1,72 @@
+import type { DataSource, QueryRunner } from 'typeorm';
+import type { CounterDialect } from './counter-dialect.js';
+import { quotedTablePath } from './counter-dialect.js';
+import { CounterLedgerEntry } from './counter-ledger.entity.js';
+import type { DeltaBatch } from './counter.database.js';
+
+/** The columns a batch's ledger row fills, by property. */
+const COLUMNS = ['batchId', 'entity', 'shard', 'rowCount', 'appliedAt'] as const;
+
+/**
+ * The ledger table (CounterLedgerEntry): one row per batch written, whose primary key, the batch id,
+ * makes a batch written twice fail and roll back. That is what makes recovery exactly-once.
+ */
+export class CounterLedger {
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly dialect: CounterDialect,
+  ) {}
+
+  /**
+   * Inserts the batches' ledger rows in the transaction of `runner`; false, with nothing inserted, when
+   * the ledger has one of them already (another flusher committed it).
+   */
+  async record(runner: QueryRunner, batches: DeltaBatch[]): Promise<boolean> {
+    const now = Date.now();
+    const params = batches.flatMap((batch) => [
+      batch.batchId,
+      batch.entity.key,
+      batch.shard,
+      batch.rows.ids.length,
+      now,
+    ]);
+    const tuples = batches.map(
+      (_, b) => `(${COLUMNS.map((_, c) => this.dialect.placeholder(b * COLUMNS.length + c + 1)).join(', ')})`,
+    );
+    try {
+      await runner.query(
+        `INSERT INTO ${this.table()} (${COLUMNS.map((name) => this.column(name)).join(', ')}) VALUES ${tuples.join(', ')}`,
+        params,
+      );
+      return true;
+    } catch (error) {
+      if (this.dialect.isDuplicateKey(error)) return false;
+      throw error;
+    }
+  }
+
+  async has(batchId: string): Promise<boolean> {
+    const rows: unknown[] = await this.dataSource.query(
+      `SELECT 1 AS found FROM ${this.table()} WHERE ${this.column('batchId')} = ${this.dialect.placeholder(1)}`,
+      [batchId],
+    );
+    return rows.length > 0;
+  }
+
+  /** Deletes rows older than `retentionMs`. */
+  async prune(retentionMs: number): Promise<void> {
+    await this.dataSource.query(
+      `DELETE FROM ${this.table()} WHERE ${this.column('appliedAt')} < ${this.dialect.placeholder(1)}`,
+      [Date.now() - retentionMs],
+    );
+  }
+
+  private table(): string {
+    return quotedTablePath(this.dataSource.driver, this.dataSource.getMetadata(CounterLedgerEntry).tablePath);
+  }
+
+  private column(propertyName: (typeof COLUMNS)[number]): string {
+    const metadata = this.dataSource.getMetadata(CounterLedgerEntry);
+    return this.dataSource.driver.escape(metadata.findColumnWithPropertyName(propertyName)!.databaseName);
+  }
+}
