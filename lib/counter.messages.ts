@@ -1,9 +1,15 @@
 const entityLabel = (target: unknown): string =>
   typeof target === 'function' && target.name ? target.name : String(target);
 
+const lostSince = (lastFlush: Date | null): string =>
+  lastFlush
+    ? `after the last flush that finished before the loss (${lastFlush.toISOString()})`
+    : 'since this instance started';
+
 export const MESSAGES = {
   unknownEntity: (target: unknown) =>
-    `${entityLabel(target)} has no counters: decorate a numeric column with @Counted() and list the entity in the TypeORM data source the CounterModule uses.`,
+    `${entityLabel(target)} has no counters: decorate a numeric column with @Counted() and list the entity in ` +
+    `the TypeORM data source the CounterModule uses.`,
   unknownCounter: (entity: string, counter: string, known: string[]) =>
     `${entity} has no counter named "${counter}". Its counters are: ${known.join(', ')}.`,
   invalidDelta: (delta: unknown) =>
@@ -11,62 +17,84 @@ export const MESSAGES = {
   invalidId: (entity: string, id: unknown, expected: string) =>
     `${entity} ids must be ${expected}; got ${typeof id === 'string' ? `"${id}"` : String(id)}.`,
   outOfRange: (entity: string, counter: string, current: number, delta: number, min: number, max: number) =>
-    `${entity}.${counter} is ${current}; changing it by ${delta} would leave its allowed range [${min}, ${max}], so nothing was changed.`,
+    `${entity}.${counter} is ${current}; changing it by ${delta} would leave its allowed range [${min}, ${max}], ` +
+    `so nothing was changed.`,
   rowNotFound: (entity: string, id: string) =>
     `${entity} with id ${id} does not exist in the database, so its counters cannot be read or changed.`,
   databaseValueUnsafe: (entity: string, counter: string, id: string, value: unknown) =>
-    `${entity}.${counter} of row ${id} holds ${String(value)} in the database, which is not a safe integer; counters must stay within ±(2^53-1).`,
+    `${entity}.${counter} of row ${id} holds ${String(value)} in the database, which is not a safe integer; ` +
+    `counters must stay within ±(2^53-1).`,
   storeUnavailable: (reason: string, sent: boolean) =>
     sent
       ? `Redis did not answer (${reason}); the command may or may not have been applied. Retry once Redis is reachable.`
       : `Redis is not available (${reason}); nothing was sent to it. Retry once Redis is reachable.`,
   seedContended: (entity: string, id: string) =>
-    `Could not load the counters of ${entity} ${id} into Redis: flushes kept changing the row while it was read. Retry the call.`,
+    `Could not load the counters of ${entity} ${id} into Redis: flushes kept changing the row while it was read. ` +
+    `Retry the call.`,
   notNumericColumn: (entity: string, property: string, type: string) =>
-    `${entity}.${property} is decorated with @Counted() but its column type is "${type}". Counters need an integer column: use @Column('int') or @Column('bigint').`,
+    `${entity}.${property} is decorated with @Counted() but its column type is "${type}". Counters need an ` +
+    `integer column: use @Column('int') or @Column('bigint').`,
   notAColumn: (entity: string, property: string) =>
-    `${entity}.${property} is decorated with @Counted() but is not a column. Add @Column('int') (or another integer type) to it.`,
+    `${entity}.${property} is decorated with @Counted() but is not a column. Add @Column('int') (or another ` +
+    `integer type) to it.`,
   badPrimaryKey: (entity: string, count: number) =>
-    `${entity} has ${count === 0 ? 'no primary key' : `a composite primary key of ${count} columns`}; counted entities need exactly one primary column.`,
+    `${entity} has ${count === 0 ? 'no primary key' : `a composite primary key of ${count} columns`}; counted ` +
+    `entities need exactly one primary column.`,
   duplicateCounter: (entity: string, counter: string) =>
     `${entity} declares the counter "${counter}" twice. Give each @Counted() property its own name.`,
   badCounterName: (entity: string, counter: string) =>
     `${entity} has a counter named "${counter}"; counter names may use letters, digits, "_" and "-" only.`,
   badBounds: (entity: string, counter: string) =>
-    `${entity}.${counter} has @Counted() bounds that are not safe integers with min <= max, or that its column type cannot hold.`,
+    `${entity}.${counter} has @Counted() bounds that are not safe integers with min <= max, or that its column ` +
+    `type cannot hold.`,
   ledgerMissing: () =>
-    `The counted data source does not include CounterLedgerEntry. Add it to the entities of your TypeORM data source (and create its table: see the README's "Ledger table").`,
+    `The counted data source does not include CounterLedgerEntry. Add it to the entities of your TypeORM data ` +
+    `source, and create its table (a migration, or synchronize: true).`,
   dataSourceMissing: (dataSource: string) =>
-    `CounterModule could not find the TypeORM data source "${dataSource}". Import TypeOrmModule.forRoot() (with that name) in the same application.`,
+    `CounterModule could not find the TypeORM data source "${dataSource}". Import TypeOrmModule.forRoot() (with ` +
+    `that name) in the same application.`,
   unsupportedDatabase: (type: string) =>
     `CounterModule supports PostgreSQL, MySQL/MariaDB and SQLite (better-sqlite3); this data source is "${type}".`,
   schedulerMissing: () =>
-    `CounterModule schedules its flush through @nestjs/schedule: import ScheduleModule.forRoot() in your application, or set flushEnabled: false and call CounterService.flush() yourself.`,
+    `CounterModule schedules its flush through @nestjs/schedule: import ScheduleModule.forRoot() in your ` +
+    `application, or set flushEnabled: false and call CounterService.flush() yourself.`,
   badOption: (name: string, value: unknown, expected: string) =>
     `CounterModule option "${name}" must be ${expected}; got ${String(value)}.`,
   flushFailed: (attempt: number, retryInMs: number) =>
     `Counter flush failed (attempt ${attempt}); the batch stays in Redis and is retried in ${retryInMs} ms.`,
   rowsDropped: (table: string, ids: string[]) =>
-    `Dropped pending counter changes of ${ids.length} ${table} row(s) that no longer exist in the database: ${ids.slice(0, 20).join(', ')}${ids.length > 20 ? ', …' : ''}.`,
+    `Dropped pending counter changes of ${ids.length} ${table} row(s) that no longer exist in the database: ` +
+    `${ids.slice(0, 20).join(', ')}${ids.length > 20 ? ', …' : ''}.`,
   finalFlushFailed: () =>
-    `The final counter flush before shutdown failed; the pending changes stay in Redis and the next instance flushes them.`,
+    `The final counter flush before shutdown failed; the pending changes stay in Redis and the next instance ` +
+    `flushes them.`,
   redisConnectionLost: (reason: string) =>
     `Redis connection lost (${reason}); counter reads fall back to the database and changes fail until it returns.`,
   redisConnectionRestored: () => `Redis connection restored.`,
   clientReplaysCommands: () =>
-    `The Redis client given to CounterModule may resend a command after a timeout or reconnect, so a change reported as failed could still be applied. Create it with { enableOfflineQueue: false, autoResendUnfulfilledCommands: false, socketTimeout } (a Cluster: also retryDelayOnFailover: 0, the others in redisOptions; see the README), or pass a URL or { clusterNodes } and let the module create it.`,
+    `The Redis client given to CounterModule may resend a command after a timeout or reconnect, so a change ` +
+    `reported as failed could still be applied. Create it with { enableOfflineQueue: false, ` +
+    `autoResendUnfulfilledCommands: false, socketTimeout } (a Cluster: also retryDelayOnFailover: 0, the others ` +
+    `in redisOptions; see the README), or pass a URL or { clusterNodes } and let the module create it.`,
   redisDataLost: (shards: number, lastFlush: Date | null) =>
-    `Redis lost the counter data of ${shards} shard(s) (a restart without persistence, a failover to a replica that was behind, or eviction). Changes acknowledged ${lastFlush ? `after the last flush that finished before the loss (${lastFlush.toISOString()})` : 'since this instance started'} and not yet written to the database are lost, at most those; database values are intact and rows are reloaded from the database.`,
+    `Redis lost the counter data of ${shards} shard(s) (a restart without persistence, a failover to a replica ` +
+    `that was behind, or eviction). Changes acknowledged ${lostSince(lastFlush)} ` +
+    `and not yet written to the database are lost, at most those; database values are intact and rows are ` +
+    `reloaded from the database.`,
   databaseTimeout: (operation: string, timeoutMs: number) =>
-    `The database did not answer within ${timeoutMs} ms (${operation}); counter changes stay in Redis and are written by a later flush.`,
+    `The database did not answer within ${timeoutMs} ms (${operation}); counter changes stay in Redis and are ` +
+    `written by a later flush.`,
   databaseFailed: (operation: string, reason: string) =>
     `The database failed while ${operation} (${reason}); nothing was changed. Retry once the database is reachable.`,
   batchTakenOver: (entity: string, shard: number) =>
-    `A claimed batch of ${entity} shard ${shard} was taken over by another flusher (its lease ran out) before it was written; that flusher finishes it.`,
+    `A claimed batch of ${entity} shard ${shard} was taken over by another flusher (its lease ran out) before it ` +
+    `was written; that flusher finishes it.`,
   claimNotReplicated: (confirmed: number, replicas: number, waitedMs: number) =>
-    `A claimed counter batch reached ${confirmed} of ${replicas} replica(s) of its Redis node within ${waitedMs} ms; it stays in Redis and a later flush writes it.`,
+    `A claimed counter batch reached ${confirmed} of ${replicas} replica(s) of its Redis node within ${waitedMs} ` +
+    `ms; it stays in Redis and a later flush writes it.`,
   unreadableDump: (reason: string) =>
-    `A claimed counter batch could not be read from its DUMP (${reason}); flushes read batches with HGETALL instead, which costs the application more CPU per row.`,
+    `A claimed counter batch could not be read from its DUMP (${reason}); flushes read batches with HGETALL ` +
+    `instead, which costs the application more CPU per row.`,
   dumpRefused: () => `Redis refused DUMP in the claim script: allow DUMP to the module's Redis user (ACL)`,
   overlayFailed: () => `Could not read live counters from Redis; the response carries the database values.`,
   ledgerPruneFailed: (reason: string) => `Pruning the counter ledger failed (${reason}); a later flush tries again.`,

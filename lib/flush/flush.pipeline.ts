@@ -1,6 +1,6 @@
 /** What a flush worker does, step by step (see CounterFlusher). */
 export interface FlushSteps<Claimed, Written> {
-  /** Claims batches of shards left to flush, `claimsAtOnce` shards per round trip, until they hold about `rows` rows. */
+  /** Claims batches of shards left, `claimsAtOnce` shards per round trip, until they hold about `rows` rows. */
   claim(rows: number, claimsAtOnce: number): Promise<Claimed[]>;
   /** Writes batches in one transaction; returns those to acknowledge. Never rejects. */
   write(batches: Claimed[]): Promise<Written[]>;

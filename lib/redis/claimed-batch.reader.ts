@@ -70,7 +70,7 @@ const KNOWN_RDB_VERSIONS = new Set([10, 11, 12]);
 /** The RDB version (2 bytes) and a CRC64 (8 bytes). */
 const FOOTER_BYTES = 10;
 
-/** Calls `entry` with each field and value of the hash dumped in `payload`; values stored as integers come as numbers. */
+/** Calls `entry` with each field and value of the hash dumped in `payload` (integers as numbers). */
 export function readDumpedHash(payload: Buffer, entry: (field: string, value: string | number) => void): void {
   if (payload.length <= FOOTER_BYTES) throw new UnreadableDumpError('a DUMP payload shorter than its footer');
   const version = payload.readUInt16LE(payload.length - FOOTER_BYTES);

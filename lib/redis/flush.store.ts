@@ -116,7 +116,7 @@ export class FlushStore {
     return { ...outcome, kind: 'batch', recovered: kind === 'pending', batchId, moreRows, ...claimed };
   }
 
-  /** Acknowledges a written batch (see ack.lua.ts); false when it was acknowledged already (by a flusher that took over). */
+  /** Acknowledges a written batch (see ack.lua.ts); false when another flusher acknowledged it already. */
   async ack(
     shard: ShardKeys,
     batchId: string,

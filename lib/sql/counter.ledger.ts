@@ -34,10 +34,8 @@ export class CounterLedger {
       (_, b) => `(${COLUMNS.map((_, c) => this.dialect.placeholder(b * COLUMNS.length + c + 1)).join(', ')})`,
     );
     try {
-      await runner.query(
-        `INSERT INTO ${this.table()} (${COLUMNS.map((name) => this.column(name)).join(', ')}) VALUES ${tuples.join(', ')}`,
-        params,
-      );
+      const columns = COLUMNS.map((name) => this.column(name)).join(', ');
+      await runner.query(`INSERT INTO ${this.table()} (${columns}) VALUES ${tuples.join(', ')}`, params);
       return true;
     } catch (error) {
       if (this.dialect.isDuplicateKey(error)) return false;
