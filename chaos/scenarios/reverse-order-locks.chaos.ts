@@ -10,7 +10,7 @@
 // transaction, usually the outside one) whatever CHAOS_DATABASES says.
 import { afterEach, describe, expect, it } from 'vitest';
 import type { DatabaseName } from '../../test/support/databases.js';
-import { Article } from '../../test/support/entities.js';
+import { Article } from '../../test/fixtures/entities.js';
 import { testSeed } from '../../test/support/seeded-random.js';
 import { ChaosDeployment } from '../harness/chaos-deployment.js';
 import { recordResult } from '../harness/chaos-results.js';

@@ -1,4 +1,3 @@
-import { join } from 'node:path';
 import type { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import pg from 'pg';
@@ -6,10 +5,9 @@ import request from 'supertest';
 import type { App } from 'supertest/types.js';
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CounterService } from '../lib/index.js';
-import { databaseTarget } from '../sample-app/src/config/database.target.js';
-import { createTestDatabase, DATABASES, type DatabaseName } from './support/databases.js';
-import { deleteKeys, REDIS_URL, testRedis, uniquePrefix } from './support/redis.js';
+import { CounterService } from '../../lib/index.js';
+import { createTestDatabase, DATABASES, type DatabaseName } from '../support/databases.js';
+import { deleteKeys, REDIS_URL, testRedis, uniquePrefix } from '../support/redis.js';
 
 /** A database of its own for the sample app, named by the DATABASE_URL the app reads. */
 interface SampleDatabase {
@@ -84,7 +82,7 @@ describe.each(DATABASES)('the sample app on %s', (databaseName) => {
   beforeAll(async () => {
     database = await sampleDatabase(databaseName);
     Object.assign(process.env, { ...environment, DATABASE_URL: database.url });
-    const { AppModule } = await import('../sample-app/src/app.module.js');
+    const { AppModule } = await import('../../sample-app/src/app.module.js');
     app = await NestFactory.create(AppModule, { logger: ['error'], abortOnError: false });
     await app.init();
     http = app.getHttpServer() as App;
@@ -166,34 +164,5 @@ describe.each(DATABASES)('the sample app on %s', (databaseName) => {
       likeCount: 0,
       viewCount: 1,
     });
-  });
-});
-
-describe("the sample app's DATABASE_URL", () => {
-  it('names a SQLite file, absolute or relative to the working directory, or a server', () => {
-    expect(databaseTarget('sqlite:///tmp/a%20b/judge.sqlite')).toMatchObject({
-      kind: 'sqlite',
-      file: '/tmp/a b/judge.sqlite',
-    });
-    expect(databaseTarget('sqlite:data/judge.sqlite')).toMatchObject({
-      kind: 'sqlite',
-      file: join(process.cwd(), 'data/judge.sqlite'),
-    });
-    expect(databaseTarget('mysql://root@127.0.0.1:3306/judge')).toMatchObject({ kind: 'mariadb' });
-    expect(databaseTarget('postgresql://u:secret@db:5432/judge')).toMatchObject({ kind: 'postgres' });
-    // Two databases never share a key prefix; a password does not change it.
-    expect(databaseTarget('sqlite:///tmp/one.sqlite').identity).not.toBe(
-      databaseTarget('sqlite:///tmp/two.sqlite').identity,
-    );
-    expect(databaseTarget('postgres://u:a@db/judge').identity).toBe(databaseTarget('postgres://u:b@db/judge').identity);
-  });
-
-  it('refuses what it cannot use, saying what it expects', () => {
-    const expected = 'expected postgres://…, mysql://…, mariadb://… or sqlite:///path/to/file.sqlite';
-    expect(() => databaseTarget('sqlite://judge.sqlite')).toThrow(
-      `DATABASE_URL "sqlite://judge.sqlite" names no SQLite file path (${expected}).`,
-    );
-    expect(() => databaseTarget('mongodb://db/judge')).toThrow(`DATABASE_URL uses "mongodb:"; ${expected}.`);
-    expect(() => databaseTarget('judge.sqlite')).toThrow(`DATABASE_URL is not a valid URL (${expected}).`);
   });
 });

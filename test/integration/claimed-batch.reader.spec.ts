@@ -1,12 +1,12 @@
 import { Logger } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { readClaimedBatch, readDumpedHash, UnreadableDumpError } from '../lib/redis/claimed-batch.reader.js';
-import { CounterKeys } from '../lib/redis/counter.keys.js';
-import { FlushStore } from '../lib/redis/flush.store.js';
-import { ScriptRunner } from '../lib/redis/script.runner.js';
-import { PrivateRedis } from './support/private-redis.js';
-import { REDIS_URL, testRedis, uniquePrefix } from './support/redis.js';
+import { readClaimedBatch, readDumpedHash, UnreadableDumpError } from '../../lib/redis/claimed-batch.reader.js';
+import { CounterKeys } from '../../lib/redis/counter.keys.js';
+import { FlushStore } from '../../lib/redis/flush.store.js';
+import { ScriptRunner } from '../../lib/redis/script.runner.js';
+import { PrivateRedis } from '../support/private-redis.js';
+import { REDIS_URL, testRedis, uniquePrefix } from '../support/redis.js';
 
 /** The hash as the DUMP reader gives it, field by field, in the payload's order. */
 function readDump(payload: Buffer): Record<string, string> {

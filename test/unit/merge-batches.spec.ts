@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { CountedEntity, CounterField } from '../lib/counter.registry.js';
-import type { DeltaBatch } from '../lib/sql/counter.database.js';
-import { mergeBatches } from '../lib/sql/merge-batches.js';
+import type { CountedEntity, CounterField } from '../../lib/counter.registry.js';
+import type { DeltaBatch } from '../../lib/sql/counter.database.js';
+import { mergeBatches } from '../../lib/sql/merge-batches.js';
 
 // A transaction writes its rows in id order, so that two flushers lock rows alike. The merge sorts
 // integer ids as packed numbers: in 32 bits when they span little, in a double when they span more,

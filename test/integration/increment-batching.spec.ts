@@ -1,14 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAX_CHANGES_PER_CALL } from '../lib/counter.constants.js';
-import { CounterOutOfRangeError } from '../lib/index.js';
-import { CounterKeys } from '../lib/redis/counter.keys.js';
-import { tapCommands, type SentCommand } from './support/command-tap.js';
-import { startCounterApp, type CounterApp } from './support/counter-app.js';
-import { createTestDatabase, DATABASES, type TestDatabase } from './support/databases.js';
-import { Article } from './support/entities.js';
-import { deleteKeys, uniquePrefix } from './support/redis.js';
-import { scriptArguments, scriptOf, scriptsBySha } from './support/script-calls.js';
-import { inspectionClient, moduleClient, TOPOLOGIES } from './support/topologies.js';
+import { MAX_CHANGES_PER_CALL } from '../../lib/counter.constants.js';
+import { CounterOutOfRangeError } from '../../lib/index.js';
+import { CounterKeys } from '../../lib/redis/counter.keys.js';
+import { tapCommands, type SentCommand } from '../support/command-tap.js';
+import { startCounterApp, type CounterApp } from '../support/counter-app.js';
+import { createTestDatabase, DATABASES, type TestDatabase } from '../support/databases.js';
+import { Article } from '../fixtures/entities.js';
+import { deleteKeys, uniquePrefix } from '../support/redis.js';
+import { scriptArguments, scriptOf, scriptsBySha } from '../support/script-calls.js';
+import { inspectionClient, moduleClient, TOPOLOGIES } from '../support/topologies.js';
 
 const SHARDS = 64;
 

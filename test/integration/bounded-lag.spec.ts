@@ -1,9 +1,9 @@
 import { describe, expect, it, vi } from 'vitest';
-import { CounterFlusher } from '../lib/flush/counter.flusher.js';
-import { useCounterSuite } from './support/counter-suite.js';
-import { DATABASES } from './support/databases.js';
-import { Article } from './support/entities.js';
-import { articleCounts, insertArticles } from './support/rows.js';
+import { CounterFlusher } from '../../lib/flush/counter.flusher.js';
+import { useCounterSuite } from '../support/counter-suite.js';
+import { DATABASES } from '../support/databases.js';
+import { Article } from '../fixtures/entities.js';
+import { articleCounts, insertArticles } from '../support/rows.js';
 
 const INTERVAL_MS = 100;
 const LOAD_MS = 2_000;

@@ -1,15 +1,15 @@
 import type { Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CounterRedisHandle } from '../lib/redis/counter-redis.handle.js';
-import { tapClusterNodes, type SentCommand } from './support/command-tap.js';
-import { startCounterApp, type CounterApp } from './support/counter-app.js';
-import { createTestDatabase, DATABASES, type TestDatabase } from './support/databases.js';
-import { Article, ArticleBeforeViewCount } from './support/entities.js';
-import { PrivateCluster } from './support/private-cluster.js';
-import { uniquePrefix } from './support/redis.js';
-import { insertArticles } from './support/rows.js';
-import { claimedBatchId, replicasAwaited, scriptOf, scriptsBySha } from './support/script-calls.js';
-import { TOPOLOGIES } from './support/topologies.js';
+import { CounterRedisHandle } from '../../lib/redis/counter-redis.handle.js';
+import { tapClusterNodes, type SentCommand } from '../support/command-tap.js';
+import { startCounterApp, type CounterApp } from '../support/counter-app.js';
+import { createTestDatabase, DATABASES, type TestDatabase } from '../support/databases.js';
+import { Article, ArticleBeforeViewCount } from '../fixtures/entities.js';
+import { PrivateCluster } from '../support/private-cluster.js';
+import { uniquePrefix } from '../support/redis.js';
+import { insertArticles } from '../support/rows.js';
+import { claimedBatchId, replicasAwaited, scriptOf, scriptsBySha } from '../support/script-calls.js';
+import { TOPOLOGIES } from '../support/topologies.js';
 
 /** How long the module may take to notice a replica the server lists (a periodic slot refresh, say). */
 const NOTICE_MS = 10_000;

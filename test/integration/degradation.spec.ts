@@ -6,19 +6,19 @@ import {
   CounterStoreUnavailableError,
   type CounterModuleOptions,
   type FlushReport,
-} from '../lib/index.js';
-import { CounterFlushScheduler } from '../lib/flush/counter-flush.scheduler.js';
-import { CounterFlusher } from '../lib/flush/counter.flusher.js';
-import { CounterDatabase } from '../lib/sql/counter.database.js';
-import { CounterKeys } from '../lib/redis/counter.keys.js';
-import { startCounterApp, type CounterApp } from './support/counter-app.js';
-import { createTestDatabase, DATABASES, type TestDatabase } from './support/databases.js';
-import { Article } from './support/entities.js';
-import { openObserver } from './support/observer.js';
-import { PrivateRedis } from './support/private-redis.js';
-import { deleteKeys, scanKeys, testRedis, uniquePrefix } from './support/redis.js';
-import { articleCounts, insertArticles, spreadIds } from './support/rows.js';
-import { TcpProxy } from './support/tcp-proxy.js';
+} from '../../lib/index.js';
+import { CounterFlushScheduler } from '../../lib/flush/counter-flush.scheduler.js';
+import { CounterFlusher } from '../../lib/flush/counter.flusher.js';
+import { CounterDatabase } from '../../lib/sql/counter.database.js';
+import { CounterKeys } from '../../lib/redis/counter.keys.js';
+import { startCounterApp, type CounterApp } from '../support/counter-app.js';
+import { createTestDatabase, DATABASES, type TestDatabase } from '../support/databases.js';
+import { Article } from '../fixtures/entities.js';
+import { openObserver } from '../support/observer.js';
+import { PrivateRedis } from '../support/private-redis.js';
+import { deleteKeys, scanKeys, testRedis, uniquePrefix } from '../support/redis.js';
+import { articleCounts, insertArticles, spreadIds } from '../support/rows.js';
+import { TcpProxy } from '../support/tcp-proxy.js';
 
 /** Only a hang takes this long: the module's Redis commands time out after REDIS_TIMEOUT_MS. */
 const HANG_MS = 3_000;

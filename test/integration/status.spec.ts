@@ -1,14 +1,14 @@
 import { Logger } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { CounterKeys } from '../lib/redis/counter.keys.js';
-import { CounterDatabase } from '../lib/sql/counter.database.js';
-import { startCounterApp, type CounterApp } from './support/counter-app.js';
-import { createTestDatabase, DATABASES, type TestDatabase } from './support/databases.js';
-import { Article } from './support/entities.js';
-import { PrivateRedis } from './support/private-redis.js';
-import { uniquePrefix } from './support/redis.js';
-import { insertArticles } from './support/rows.js';
+import { CounterKeys } from '../../lib/redis/counter.keys.js';
+import { CounterDatabase } from '../../lib/sql/counter.database.js';
+import { startCounterApp, type CounterApp } from '../support/counter-app.js';
+import { createTestDatabase, DATABASES, type TestDatabase } from '../support/databases.js';
+import { Article } from '../fixtures/entities.js';
+import { PrivateRedis } from '../support/private-redis.js';
+import { uniquePrefix } from '../support/redis.js';
+import { insertArticles } from '../support/rows.js';
 
 const SHARDS = 4;
 /** Article, Remark and Badge: every shard of each is marked and watched. */

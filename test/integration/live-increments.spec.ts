@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { useCounterSuite } from './support/counter-suite.js';
-import { Article, Badge, Remark } from './support/entities.js';
-import { TARGETS } from './support/topologies.js';
+import { useCounterSuite } from '../support/counter-suite.js';
+import { Article, Badge, Remark } from '../fixtures/entities.js';
+import { TARGETS } from '../support/topologies.js';
 
 // G2: increment resolves with the new value; N concurrent increments by 1 resolve with v+1 … v+N once each.
 describe.each(TARGETS)('live increments on %s, %s', (database, topology) => {

@@ -1,20 +1,20 @@
 import calculateSlot, { generateMulti } from 'cluster-key-slot';
 import type { Cluster, Command } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { CounterDatabaseUnavailableError, CounterLedgerEntry } from '../lib/index.js';
-import { CounterKeys } from '../lib/redis/counter.keys.js';
-import { FlushStore } from '../lib/redis/flush.store.js';
-import { CounterDatabase } from '../lib/sql/counter.database.js';
-import { tapClusterNodes, tapCommands, type SentCommand } from './support/command-tap.js';
-import { startCounterApp, type CounterApp } from './support/counter-app.js';
-import { createTestDatabase, DATABASES, type TestDatabase } from './support/databases.js';
-import { Article, ArticleBeforeViewCount, Remark } from './support/entities.js';
-import { deleteKeys, masters, uniquePrefix } from './support/redis.js';
-import { articleCounts, insertArticles, insertRemarks, remarkCounts, spreadIds } from './support/rows.js';
-import { claimedBatchId, claimedIds, replicasAwaited, scriptArguments, scriptsBySha } from './support/script-calls.js';
-import { ScriptKeyAudit } from './support/script-key-audit.js';
-import { listedReplicas, slotOwners } from './support/slot-owners.js';
-import { inspectionClient, moduleClient, TOPOLOGIES } from './support/topologies.js';
+import { CounterDatabaseUnavailableError, CounterLedgerEntry } from '../../lib/index.js';
+import { CounterKeys } from '../../lib/redis/counter.keys.js';
+import { FlushStore } from '../../lib/redis/flush.store.js';
+import { CounterDatabase } from '../../lib/sql/counter.database.js';
+import { tapClusterNodes, tapCommands, type SentCommand } from '../support/command-tap.js';
+import { startCounterApp, type CounterApp } from '../support/counter-app.js';
+import { createTestDatabase, DATABASES, type TestDatabase } from '../support/databases.js';
+import { Article, ArticleBeforeViewCount, Remark } from '../fixtures/entities.js';
+import { deleteKeys, masters, uniquePrefix } from '../support/redis.js';
+import { articleCounts, insertArticles, insertRemarks, remarkCounts, spreadIds } from '../support/rows.js';
+import { claimedBatchId, claimedIds, replicasAwaited, scriptArguments, scriptsBySha } from '../support/script-calls.js';
+import { ScriptKeyAudit } from '../support/script-key-audit.js';
+import { listedReplicas, slotOwners } from '../support/slot-owners.js';
+import { inspectionClient, moduleClient, TOPOLOGIES } from '../support/topologies.js';
 
 /** Few shards and small batches: several rows per shard, so a shard's flush takes several batches. */
 const SHARDS = 4;

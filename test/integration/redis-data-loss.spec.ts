@@ -1,12 +1,12 @@
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { FlushStore } from '../lib/redis/flush.store.js';
-import { startCounterApp, type CounterApp } from './support/counter-app.js';
-import { createTestDatabase, DATABASES, type TestDatabase } from './support/databases.js';
-import { Article } from './support/entities.js';
-import { PrivateRedis } from './support/private-redis.js';
-import { uniquePrefix } from './support/redis.js';
-import { articleCounts, insertArticles } from './support/rows.js';
+import { FlushStore } from '../../lib/redis/flush.store.js';
+import { startCounterApp, type CounterApp } from '../support/counter-app.js';
+import { createTestDatabase, DATABASES, type TestDatabase } from '../support/databases.js';
+import { Article } from '../fixtures/entities.js';
+import { PrivateRedis } from '../support/private-redis.js';
+import { uniquePrefix } from '../support/redis.js';
+import { articleCounts, insertArticles } from '../support/rows.js';
 
 // G1's limit: losing Redis data loses at most the deltas not yet flushed, and never moves a database
 // value backwards; reads fall back to the database and increments continue from it.

@@ -1,14 +1,14 @@
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { CounterSeedContentionError } from '../lib/index.js';
-import { CounterKeys } from '../lib/redis/counter.keys.js';
-import { FlushStore } from '../lib/redis/flush.store.js';
-import { CounterDatabase } from '../lib/sql/counter.database.js';
-import type { CounterApp } from './support/counter-app.js';
-import { useCounterSuite } from './support/counter-suite.js';
-import { Article } from './support/entities.js';
-import { articleCounts, insertArticles } from './support/rows.js';
-import { seededRandom, testSeed } from './support/seeded-random.js';
-import { TARGETS } from './support/topologies.js';
+import { CounterSeedContentionError } from '../../lib/index.js';
+import { CounterKeys } from '../../lib/redis/counter.keys.js';
+import { FlushStore } from '../../lib/redis/flush.store.js';
+import { CounterDatabase } from '../../lib/sql/counter.database.js';
+import type { CounterApp } from '../support/counter-app.js';
+import { useCounterSuite } from '../support/counter-suite.js';
+import { Article } from '../fixtures/entities.js';
+import { articleCounts, insertArticles } from '../support/rows.js';
+import { seededRandom, testSeed } from '../support/seeded-random.js';
+import { TARGETS } from '../support/topologies.js';
 
 const SHARDS = 4;
 

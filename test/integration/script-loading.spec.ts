@@ -1,13 +1,13 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CounterOutOfRangeError } from '../lib/index.js';
-import { startCounterApp, type CounterApp } from './support/counter-app.js';
-import { createTestDatabase, type TestDatabase } from './support/databases.js';
-import { Article } from './support/entities.js';
-import { PrivateRedis } from './support/private-redis.js';
-import { RedisTraffic } from './support/redis-traffic.js';
-import { uniquePrefix } from './support/redis.js';
-import { articleCounts, insertArticles } from './support/rows.js';
+import { CounterOutOfRangeError } from '../../lib/index.js';
+import { startCounterApp, type CounterApp } from '../support/counter-app.js';
+import { createTestDatabase, type TestDatabase } from '../support/databases.js';
+import { Article } from '../fixtures/entities.js';
+import { PrivateRedis } from '../support/private-redis.js';
+import { RedisTraffic } from '../support/redis-traffic.js';
+import { uniquePrefix } from '../support/redis.js';
+import { articleCounts, insertArticles } from '../support/rows.js';
 
 /** The names of the commands `traffic` has seen, lower case. */
 const commandNames = async (traffic: RedisTraffic, via: Redis) =>

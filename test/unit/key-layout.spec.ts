@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { CounterKeys } from '../lib/redis/counter.keys.js';
+import { CounterKeys } from '../../lib/redis/counter.keys.js';
 
 const keys = new CounterKeys('ctr', 64);
 const shardOf = (id: string | number) => keys.shardOf(keys.encodeId(String(id)));

@@ -1,10 +1,10 @@
 import { DataSource } from 'typeorm';
 import { describe, expect, it } from 'vitest';
-import { CounterConfigurationError } from '../lib/index.js';
-import { dialectFor } from '../lib/sql/dialect-for.js';
-import { mysqlDialect } from '../lib/sql/mysql.dialect.js';
-import { postgresDialect } from '../lib/sql/postgres.dialect.js';
-import { sqliteDialect } from '../lib/sql/sqlite.dialect.js';
+import { CounterConfigurationError } from '../../lib/index.js';
+import { dialectFor } from '../../lib/sql/dialect-for.js';
+import { mysqlDialect } from '../../lib/sql/mysql.dialect.js';
+import { postgresDialect } from '../../lib/sql/postgres.dialect.js';
+import { sqliteDialect } from '../../lib/sql/sqlite.dialect.js';
 
 // Data sources are only constructed, never initialized: a driver loads its package then, and connects
 // only on initialize().

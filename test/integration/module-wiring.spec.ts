@@ -11,20 +11,20 @@ import {
   CounterService,
   InvalidCounterDefinitionError,
   type CounterModuleOptions,
-} from '../lib/index.js';
-import { CounterKeys } from '../lib/redis/counter.keys.js';
-import { CounterRedisHandle } from '../lib/redis/counter-redis.handle.js';
-import { CounterDatabase } from '../lib/sql/counter.database.js';
-import { createTestDatabase, DATABASES, type TestDatabase } from './support/databases.js';
-import { Article, Badge, ENTITIES, Remark } from './support/entities.js';
+} from '../../lib/index.js';
+import { CounterKeys } from '../../lib/redis/counter.keys.js';
+import { CounterRedisHandle } from '../../lib/redis/counter-redis.handle.js';
+import { CounterDatabase } from '../../lib/sql/counter.database.js';
+import { createTestDatabase, DATABASES, type TestDatabase } from '../support/databases.js';
+import { Article, Badge, ENTITIES, Remark } from '../fixtures/entities.js';
 import {
   CompositeKeyCounter,
   DuplicateCounter,
   NotAColumnCounter,
   VarcharCounter,
-} from './support/invalid-entities.js';
-import { NestHarness, type HarnessAppOptions } from './support/nest-harness.js';
-import { deleteKeys, REDIS_URL, scanKeys, testRedis, uniquePrefix } from './support/redis.js';
+} from '../fixtures/invalid-entities.js';
+import { NestHarness, type HarnessAppOptions } from '../support/nest-harness.js';
+import { deleteKeys, REDIS_URL, scanKeys, testRedis, uniquePrefix } from '../support/redis.js';
 
 const SHARDS = 8;
 const COUNTED = [...ENTITIES, CounterLedgerEntry];

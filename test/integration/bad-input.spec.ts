@@ -13,13 +13,13 @@ import {
   UnknownCountedEntityError,
   UnknownCounterError,
   type EntityClass,
-} from '../lib/index.js';
-import { createTestDatabase, type TestDatabase } from './support/databases.js';
-import { Article, Badge, ENTITIES, Remark } from './support/entities.js';
-import { NestHarness } from './support/nest-harness.js';
-import { deleteKeys, scanKeys, snapshot, uniquePrefix } from './support/redis.js';
-import { counterRedisOption, inspectionClient, TARGETS } from './support/topologies.js';
-import { UncountedTag } from './support/uncounted-entities.js';
+} from '../../lib/index.js';
+import { createTestDatabase, type TestDatabase } from '../support/databases.js';
+import { Article, Badge, ENTITIES, Remark } from '../fixtures/entities.js';
+import { NestHarness } from '../support/nest-harness.js';
+import { deleteKeys, scanKeys, snapshot, uniquePrefix } from '../support/redis.js';
+import { counterRedisOption, inspectionClient, TARGETS } from '../support/topologies.js';
+import { UncountedTag } from '../fixtures/uncounted-entities.js';
 
 type ErrorClass = abstract new (...args: never[]) => CounterError;
 

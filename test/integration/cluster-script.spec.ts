@@ -5,10 +5,10 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freeClusterPorts } from './support/free-port.js';
-import { PrivateRedis } from './support/private-redis.js';
+import { freeClusterPorts } from '../support/free-port.js';
+import { PrivateRedis } from '../support/private-redis.js';
 
-const SCRIPT = fileURLToPath(new URL('../scripts/redis-cluster.sh', import.meta.url));
+const SCRIPT = fileURLToPath(new URL('../../scripts/redis-cluster.sh', import.meta.url));
 
 /** Leaves in `directory` a dump.rdb holding one key, as a replica's last full sync leaves one. */
 async function leaveDumpWithKey(directory: string): Promise<void> {

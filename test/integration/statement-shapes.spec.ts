@@ -1,28 +1,10 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { isMariaDbWithValues } from '../lib/sql/mysql.dialect.js';
-import { startCounterApp, type CounterApp } from './support/counter-app.js';
-import { useCounterSuite } from './support/counter-suite.js';
-import { createTestDatabase, DATABASES, type DatabaseName, type TestDatabase } from './support/databases.js';
-import { deleteKeys, testRedis, uniquePrefix } from './support/redis.js';
-import { Article, Tally } from './support/entities.js';
-import { articleCounts, insertArticles } from './support/rows.js';
-
-describe('which MySQL-family servers get the VALUES list', () => {
-  it.each([
-    ['10.11.19-MariaDB-0+deb12u1', true],
-    ['11.4.2-MariaDB', true],
-    ['10.3.3-MariaDB-log', true],
-    ['10.3.2-MariaDB', false],
-    ['10.2.44-MariaDB', false],
-    ['8.0.36', false],
-    ['8.4.3-standard', false],
-    // The prefix older MariaDB servers gave themselves for MySQL clients: read as 5.5.5, the safe form.
-    ['5.5.5-10.11.6-MariaDB', false],
-    ['', false],
-  ])('%s: %s', (version, expected) => {
-    expect(isMariaDbWithValues(version)).toBe(expected);
-  });
-});
+import { startCounterApp, type CounterApp } from '../support/counter-app.js';
+import { useCounterSuite } from '../support/counter-suite.js';
+import { createTestDatabase, DATABASES, type DatabaseName, type TestDatabase } from '../support/databases.js';
+import { deleteKeys, testRedis, uniquePrefix } from '../support/redis.js';
+import { Article, Tally } from '../fixtures/entities.js';
+import { articleCounts, insertArticles } from '../support/rows.js';
 
 /** The statement each database's batch UPDATE is recognised by. */
 const UPDATE_SHAPES: Record<DatabaseName, RegExp> = {

@@ -1,18 +1,18 @@
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { CounterDatabaseUnavailableError, CounterLedgerEntry } from '../lib/index.js';
-import { CounterKeys } from '../lib/redis/counter.keys.js';
-import { FlushStore } from '../lib/redis/flush.store.js';
+import { CounterDatabaseUnavailableError, CounterLedgerEntry } from '../../lib/index.js';
+import { CounterKeys } from '../../lib/redis/counter.keys.js';
+import { FlushStore } from '../../lib/redis/flush.store.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { QueryRunner } from 'typeorm';
-import { FlushPipeline } from '../lib/flush/flush.pipeline.js';
-import { CounterDatabase, type DeltaBatch } from '../lib/sql/counter.database.js';
-import type { FlushReport } from '../lib/interfaces/index.js';
-import { startCounterApp, type CounterApp } from './support/counter-app.js';
-import { deleteKeys, uniquePrefix } from './support/redis.js';
-import { useCounterSuite } from './support/counter-suite.js';
-import { DATABASES } from './support/databases.js';
-import { Article, Remark } from './support/entities.js';
-import { articleCounts, insertArticles, insertRemarks, remarkCounts, spreadIds } from './support/rows.js';
+import { FlushPipeline } from '../../lib/flush/flush.pipeline.js';
+import { CounterDatabase, type DeltaBatch } from '../../lib/sql/counter.database.js';
+import type { FlushReport } from '../../lib/interfaces/index.js';
+import { startCounterApp, type CounterApp } from '../support/counter-app.js';
+import { deleteKeys, uniquePrefix } from '../support/redis.js';
+import { useCounterSuite } from '../support/counter-suite.js';
+import { DATABASES } from '../support/databases.js';
+import { Article, Remark } from '../fixtures/entities.js';
+import { articleCounts, insertArticles, insertRemarks, remarkCounts, spreadIds } from '../support/rows.js';
 
 const SHARDS = 4;
 

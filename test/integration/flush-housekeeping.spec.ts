@@ -1,13 +1,13 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { CounterLedgerEntry, CounterRowNotFoundError } from '../lib/index.js';
-import { CounterFlusher } from '../lib/flush/counter.flusher.js';
-import { CounterFlushScheduler } from '../lib/flush/counter-flush.scheduler.js';
-import { CounterKeys } from '../lib/redis/counter.keys.js';
-import { useCounterSuite } from './support/counter-suite.js';
-import { DATABASES } from './support/databases.js';
-import { Article, Remark } from './support/entities.js';
-import { keysEndingWith } from './support/redis.js';
-import { articleCounts, insertArticles, insertRemarks, remarkCounts } from './support/rows.js';
+import { CounterLedgerEntry, CounterRowNotFoundError } from '../../lib/index.js';
+import { CounterFlusher } from '../../lib/flush/counter.flusher.js';
+import { CounterFlushScheduler } from '../../lib/flush/counter-flush.scheduler.js';
+import { CounterKeys } from '../../lib/redis/counter.keys.js';
+import { useCounterSuite } from '../support/counter-suite.js';
+import { DATABASES } from '../support/databases.js';
+import { Article, Remark } from '../fixtures/entities.js';
+import { keysEndingWith } from '../support/redis.js';
+import { articleCounts, insertArticles, insertRemarks, remarkCounts } from '../support/rows.js';
 
 const RETENTION_MS = 60_000;
 

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { COUNTER_DEFAULTS } from '../lib/counter.constants.js';
-import { CounterKeys } from '../lib/redis/counter.keys.js';
-import { useCounterSuite } from './support/counter-suite.js';
-import { Article } from './support/entities.js';
-import { articleCounts, insertArticles } from './support/rows.js';
+import { COUNTER_DEFAULTS } from '../../lib/counter.constants.js';
+import { CounterKeys } from '../../lib/redis/counter.keys.js';
+import { useCounterSuite } from '../support/counter-suite.js';
+import { Article } from '../fixtures/entities.js';
+import { articleCounts, insertArticles } from '../support/rows.js';
 
 const WIDE = { '#wide': '-'.repeat(65) };
 

@@ -1,13 +1,13 @@
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { CounterLedgerEntry } from '../lib/index.js';
-import { FlushStore } from '../lib/redis/flush.store.js';
-import { CounterDatabase } from '../lib/sql/counter.database.js';
-import type { CounterApp } from './support/counter-app.js';
-import { useCounterSuite } from './support/counter-suite.js';
-import { Article } from './support/entities.js';
-import { keysEndingWith } from './support/redis.js';
-import { articleCounts, insertArticles } from './support/rows.js';
-import { TARGETS } from './support/topologies.js';
+import { CounterLedgerEntry } from '../../lib/index.js';
+import { FlushStore } from '../../lib/redis/flush.store.js';
+import { CounterDatabase } from '../../lib/sql/counter.database.js';
+import type { CounterApp } from '../support/counter-app.js';
+import { useCounterSuite } from '../support/counter-suite.js';
+import { Article } from '../fixtures/entities.js';
+import { keysEndingWith } from '../support/redis.js';
+import { articleCounts, insertArticles } from '../support/rows.js';
+import { TARGETS } from '../support/topologies.js';
 
 const LEASE_MS = 400;
 
