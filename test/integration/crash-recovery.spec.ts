@@ -27,10 +27,20 @@ describe.each(TARGETS)('crash recovery on %s, %s', (database, topology) => {
   afterEach(() => vi.restoreAllMocks());
 
   /** A dead process releases nothing: its lease must expire before anyone else may take the shard. */
-  function crashAt(target: CounterDatabase | FlushStore, method: 'applyBatches' | 'ack') {
+  function crashesWithoutRelease() {
     vi.spyOn(crashing.app.get(FlushStore), 'release').mockRejectedValue(new SimulatedCrash('release'));
-    const host = target as unknown as Record<typeof method, () => Promise<unknown>>;
-    return vi.spyOn(host, method).mockRejectedValue(new SimulatedCrash(method));
+  }
+
+  /** The crashing instance dies when it writes its batches: claimed, never written. */
+  function crashAtWrite() {
+    crashesWithoutRelease();
+    return vi.spyOn(crashing.app.get(CounterDatabase), 'applyBatches').mockRejectedValue(new SimulatedCrash('write'));
+  }
+
+  /** The crashing instance dies when it acknowledges its batches: committed, never acknowledged. */
+  function crashAtAck() {
+    crashesWithoutRelease();
+    return vi.spyOn(crashing.app.get(FlushStore), 'ack').mockRejectedValue(new SimulatedCrash('ack'));
   }
 
   async function pendingChanges(): Promise<{ ids: number[]; start: Map<number, number> }> {
@@ -76,7 +86,7 @@ describe.each(TARGETS)('crash recovery on %s, %s', (database, topology) => {
   it('finishes a batch whose flusher died right after the claim', async () => {
     const { ids, start } = await pendingChanges();
     const ledgerBefore = await ledgerRows();
-    const apply = crashAt(crashing.app.get(CounterDatabase), 'applyBatches');
+    const apply = crashAtWrite();
     const crashed = await crashing.counters.flush();
     expect(crashed.error).toBeInstanceOf(SimulatedCrash);
     expect(apply).toHaveBeenCalled();
@@ -95,7 +105,7 @@ describe.each(TARGETS)('crash recovery on %s, %s', (database, topology) => {
   it('acknowledges, without writing again, a batch committed before its flusher died', async () => {
     const { ids, start } = await pendingChanges();
     const ledgerBefore = await ledgerRows();
-    const ack = crashAt(crashing.app.get(FlushStore), 'ack');
+    const ack = crashAtAck();
     const crashed = await crashing.counters.flush();
     expect(crashed.error).toBeInstanceOf(SimulatedCrash);
     expect(ack).toHaveBeenCalled();

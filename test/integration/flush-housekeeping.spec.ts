@@ -1,8 +1,10 @@
+import { Logger } from '@nestjs/common';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { CounterLedgerEntry, CounterRowNotFoundError } from '../../lib/index.js';
 import { CounterFlusher } from '../../lib/flush/counter.flusher.js';
 import { CounterFlushScheduler } from '../../lib/flush/counter-flush.scheduler.js';
 import { CounterKeys } from '../../lib/redis/counter.keys.js';
+import { startCounterApp } from '../support/counter-app.js';
 import { useCounterSuite } from '../support/counter-suite.js';
 import { DATABASES } from '../support/databases.js';
 import { Article, Remark } from '../fixtures/entities.js';
@@ -11,14 +13,14 @@ import { articleCounts, insertArticles, insertRemarks, remarkCounts } from '../s
 
 const RETENTION_MS = 60_000;
 
-/**
- * Waits until the scheduler runs no flush, a catch-up included, and no backoff holds its next one: a
- * test that drove it leaves it as a fresh one would be.
- */
-async function schedulerIdle(scheduler: CounterFlushScheduler): Promise<void> {
-  const state = scheduler as unknown as { running?: Promise<void>; nextAttemptAt: number };
-  while (state.running) await state.running;
-  state.nextAttemptAt = 0;
+/** Resolves once every flush started so far has ended, and no flush is left that one of them started. */
+async function flushesEnded(started: Array<Promise<unknown>>): Promise<void> {
+  for (let seen = -1; seen !== started.length;) {
+    seen = started.length;
+    await Promise.allSettled(started);
+    // The scheduler starts a catch-up flush as a flush ends, before the next turn of the event loop.
+    await new Promise((resolve) => setImmediate(resolve));
+  }
 }
 
 // The flush's housekeeping: rows deleted under pending deltas, ledger pruning, retries with backoff.
@@ -64,18 +66,26 @@ describe.each(DATABASES)('flush housekeeping on %s', (databaseName) => {
     expect(await redis.exists(keys.shard(remarkTable, keys.shardOf(encodedRemark)).row(encodedRemark))).toBe(0);
   });
 
-  it('prunes ledger rows older than the retention and keeps the recent ones', async () => {
-    const { counter } = suite;
+  it('prunes ledger rows older than the retention on its first flush, and keeps the recent ones', async () => {
+    const { counter, database, prefix } = suite;
     const ledger = counter.dataSource.getRepository(CounterLedgerEntry);
     const now = Date.now();
     await ledger.insert([
       { batchId: 'old-batch', entity: 'x', shard: 0, rowCount: 1, appliedAt: String(now - 2 * RETENTION_MS) },
       { batchId: 'recent-batch', entity: 'x', shard: 0, rowCount: 1, appliedAt: String(now - RETENTION_MS / 2) },
     ]);
-    // A fresh flusher prunes on its first flush (later at most every retention / 10).
-    const flusher = counter.app.get(CounterFlusher) as unknown as { lastPrunedAt: number };
-    flusher.lastPrunedAt = 0;
-    expect((await counter.counters.flush()).error).toBeUndefined();
+    // An instance prunes on its first flush (later at most every retention / 10): a new one, as after a deploy.
+    const started = await startCounterApp({
+      database: database.options,
+      keyPrefix: prefix,
+      synchronize: false,
+      counter: { ledgerRetentionMs: RETENTION_MS },
+    });
+    try {
+      expect((await started.counters.flush()).error).toBeUndefined();
+    } finally {
+      await started.close();
+    }
     expect(await ledger.findOneBy({ batchId: 'old-batch' })).toBeNull();
     expect(await ledger.findOneBy({ batchId: 'recent-batch' })).not.toBeNull();
   });
@@ -87,14 +97,16 @@ describe.each(DATABASES)('flush housekeeping on %s', (databaseName) => {
     const flusher = counter.app.get(CounterFlusher);
     const realFlush = flusher.flush.bind(flusher);
     const calls: number[] = [];
-    vi.spyOn(flusher, 'flush').mockImplementation(async () => {
+    const started: Array<Promise<unknown>> = [];
+    vi.spyOn(flusher, 'flush').mockImplementation(() => {
       calls.push(Date.now());
-      if (calls.length <= 4) throw new Error(`database unreachable (${calls.length})`);
-      return realFlush();
+      const flush =
+        calls.length <= 4 ? Promise.reject(new Error(`database unreachable (${calls.length})`)) : realFlush();
+      started.push(flush);
+      return flush;
     });
+    const logged = vi.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
     const scheduler = counter.app.get(CounterFlushScheduler);
-    const { logger } = scheduler as unknown as { logger: { error: (message: string) => void } };
-    const logged = vi.spyOn(logger, 'error').mockImplementation(() => undefined);
     const timer = setInterval(() => scheduler.tick(), 20);
     try {
       await expect
@@ -105,14 +117,24 @@ describe.each(DATABASES)('flush housekeeping on %s', (databaseName) => {
         .toBe(3);
     } finally {
       clearInterval(timer);
-      await schedulerIdle(scheduler);
+      await flushesEnded(started);
     }
-    expect(logged).toHaveBeenCalledTimes(4);
-    expect(String(logged.mock.calls[0][0])).toContain('Counter flush failed (attempt 1)');
+    expect(logged.mock.calls.map(([message]) => String(message))).toEqual(
+      [1, 2, 3, 4].map((attempt) =>
+        expect.stringMatching(
+          new RegExp(
+            `^Counter flush failed \\(attempt ${attempt}\\); the batch stays in Redis and is retried in \\d+ ms\\. ` +
+              `database unreachable \\(${attempt}\\)$`,
+          ),
+        ),
+      ),
+    );
     // Ticks come every 20 ms; the gaps after failures grow (exponential backoff with jitter ≥ half).
     const gaps = calls.slice(1, 5).map((at, i) => at - calls[i]);
     expect(gaps[3]).toBeGreaterThanOrEqual(150);
     expect(gaps[3]).toBeGreaterThan(gaps[0]);
+    // Recovered: the last flush succeeded, so no backoff holds the next one.
+    expect((await counter.counters.status()).consecutiveFailedFlushes).toBe(0);
   });
 
   it('starts the next flush as soon as one that outlasted a tick ends, once, and not after shutdown began', async () => {
@@ -122,14 +144,17 @@ describe.each(DATABASES)('flush housekeeping on %s', (databaseName) => {
     // Each flush waits for its turn to end, so the test decides when a flush is over; released, they no
     // longer wait (a failed assertion must not leave a flush hanging for the suite's shutdown).
     const ends: Array<() => void> = [];
+    const started: Array<Promise<unknown>> = [];
     let released = false;
-    vi.spyOn(flusher, 'flush').mockImplementation(async () => {
-      if (!released) await new Promise<void>((resolve) => ends.push(resolve));
-      return realFlush();
+    vi.spyOn(flusher, 'flush').mockImplementation(() => {
+      const flush = (async () => {
+        if (!released) await new Promise<void>((resolve) => ends.push(resolve));
+        return realFlush();
+      })();
+      started.push(flush);
+      return flush;
     });
-    const settle = () => new Promise((resolve) => setTimeout(resolve, 50));
     const scheduler = counter.app.get(CounterFlushScheduler);
-    await schedulerIdle(scheduler);
 
     try {
       scheduler.tick();
@@ -137,11 +162,11 @@ describe.each(DATABASES)('flush housekeeping on %s', (databaseName) => {
       scheduler.tick();
       expect(ends).toHaveLength(1);
       ends[0]();
-      await settle();
+      await flushesEnded(started.slice(0, 1));
       // The ticks that came during the first flush start one more flush, at once.
       expect(ends).toHaveLength(2);
       ends[1]();
-      await settle();
+      await flushesEnded(started.slice(0, 2));
       expect(ends).toHaveLength(2);
 
       scheduler.tick();
@@ -149,16 +174,17 @@ describe.each(DATABASES)('flush housekeeping on %s', (databaseName) => {
       expect(ends).toHaveLength(3);
       const shutdown = scheduler.beforeApplicationShutdown();
       ends[2]();
-      await settle();
+      await flushesEnded(started.slice(0, 3));
       // No catch-up once shutdown began: the fourth flush is the final one.
       expect(ends).toHaveLength(4);
       ends[3]();
       await shutdown;
-      await settle();
+      await flushesEnded(started.slice(0, 4));
       expect(ends).toHaveLength(4);
     } finally {
       released = true;
       for (const end of ends) end();
+      await flushesEnded(started);
     }
   });
 
