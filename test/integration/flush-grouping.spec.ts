@@ -1,23 +1,22 @@
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { CounterDatabaseUnavailableError, CounterLedgerEntry } from '../../lib/index.js';
 import { CounterKeys } from '../../lib/redis/counter.keys.js';
-import { FlushStore } from '../../lib/redis/flush.store.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { QueryRunner } from 'typeorm';
-import { FlushPipeline } from '../../lib/flush/flush.pipeline.js';
 import { CounterDatabase, type DeltaBatch } from '../../lib/sql/counter.database.js';
 import type { FlushReport } from '../../lib/interfaces/index.js';
 import { startCounterApp, type CounterApp } from '../support/counter-app.js';
 import { deleteKeys, uniquePrefix } from '../support/redis.js';
 import { useCounterSuite } from '../support/counter-suite.js';
 import { DATABASES } from '../support/databases.js';
-import { Article, Remark } from '../fixtures/entities.js';
-import { articleCounts, insertArticles, insertRemarks, remarkCounts, spreadIds } from '../support/rows.js';
+import { Article } from '../fixtures/entities.js';
+import { dirtyEveryShard, expectEveryShardWritten } from '../support/every-shard-dirty.js';
+import { articleCounts, insertArticles, spreadIds } from '../support/rows.js';
 
 const SHARDS = 4;
 
-// A flush writes the batches of several shards (and entities) in one transaction, and stays exact when
-// one of them turns out to be in the ledger already.
+// A flush writes the batches of several shards (and entities) in one transaction, no more transactions at
+// once than the database takes, and stays exact when one of them turns out to be in the ledger already.
 describe.each(DATABASES)('batches of several shards in one transaction on %s', (database) => {
   const suite = useCounterSuite(database, 'group', { shards: SHARDS });
   const { prefix } = suite;
@@ -26,78 +25,8 @@ describe.each(DATABASES)('batches of several shards in one transaction on %s', (
   afterEach(() => vi.restoreAllMocks());
 
   const keys = new CounterKeys(prefix, SHARDS);
-  const shardsOf = (entity: typeof Article | typeof Remark, ids: Array<string | number>) => {
-    const table = counter.dataSource.getMetadata(entity).tablePath;
-    return ids.map((id) => `${table}/${keys.shardOf(encodeURIComponent(String(id)))}`);
-  };
-  const batchShards = (batches: DeltaBatch[]) => batches.map((batch) => `${batch.entity.key}/${batch.shard}`);
   const ledgerRows = () => counter.dataSource.getRepository(CounterLedgerEntry).count();
-
-  /** 12 articles and 8 remarks, each changed: every shard of both entities has rows to write. */
-  async function dirtyRows(app: CounterApp = counter) {
-    const { counters, dataSource } = app;
-    const articleIds = await insertArticles(
-      dataSource,
-      Array.from({ length: 12 }, (_, i) => i),
-      0,
-      spreadIds(keys, 12),
-    );
-    const remarkIds = await insertRemarks(
-      dataSource,
-      Array.from({ length: 8 }, (_, i) => 100 + i),
-      `${prefix}-${Date.now()}`,
-    );
-    for (const [i, id] of articleIds.entries()) await counters.increment(Article, id, 'like_count', i + 1);
-    for (const id of articleIds.slice(0, 5)) await counters.increment(Article, id, 'view_count', 7);
-    for (const id of remarkIds) await counters.increment(Remark, id, 'reply_count', 3);
-    const shards = new Set([...shardsOf(Article, articleIds), ...shardsOf(Remark, remarkIds)]);
-    expect(shards.size).toBe(2 * SHARDS);
-    return { articleIds, remarkIds, shards };
-  }
-
-  async function expectExact(articleIds: number[], remarkIds: string[], app: CounterApp = counter) {
-    const articles = await articleCounts(app.dataSource, articleIds);
-    expect(articleIds.map((id) => articles.get(id))).toEqual(
-      articleIds.map((_, i) => ({ likes: i + (i + 1), views: i < 5 ? 7 : 0 })),
-    );
-    const remarks = await remarkCounts(app.dataSource, remarkIds);
-    expect(remarkIds.map((id) => remarks.get(id))).toEqual(remarkIds.map((_, i) => 100 + i + 3));
-  }
-
-  it('writes the batches of every dirty shard in at most as many transactions as it runs at once', async () => {
-    const { articleIds, remarkIds, shards } = await dirtyRows();
-    const ledgerBefore = await ledgerRows();
-    const databaseService = counter.app.get(CounterDatabase);
-    const apply = vi.spyOn(databaseService, 'applyBatches');
-
-    const report = await counter.counters.flush();
-    expect(report.error).toBeUndefined();
-    expect(report).toMatchObject({ batches: 2 * SHARDS, rows: 20, recoveredBatches: 0, failedShards: 0 });
-    // 8 shards' batches in at most one transaction per worker: each worker takes shards until none are
-    // left (a worker that only met the shards of an entity without changes writes none).
-    expect(apply.mock.calls.length).toBeLessThanOrEqual(
-      new FlushPipeline(1, databaseService.transactionsAtOnce).workers,
-    );
-    const written = apply.mock.calls.flatMap(([batches]) => batchShards(batches));
-    expect(written.sort()).toEqual([...shards].sort());
-    expect(await ledgerRows()).toBe(ledgerBefore + 2 * SHARDS);
-    await expectExact(articleIds, remarkIds);
-  });
-
-  it("claims one entity's shards one after another, so that a transaction mostly holds one table's rows", async () => {
-    const { articleIds, remarkIds } = await dirtyRows();
-    const claim = vi.spyOn(counter.app.get(FlushStore), 'claim');
-    const report = await counter.counters.flush();
-    expect(report.error).toBeUndefined();
-    expect(report).toMatchObject({ batches: 2 * SHARDS, rows: 20, failedShards: 0 });
-    // Every shard of both entities has rows, and holds fewer than a batch: one claim each.
-    const claimed = claim.mock.calls.map(([shard]) => shard.tag.split(':{')[1].split(':')[0]);
-    expect(claimed).toHaveLength(2 * SHARDS);
-    const entityRuns = claimed.filter((entity, at) => at === 0 || entity !== claimed[at - 1]);
-    expect(entityRuns).toHaveLength(2);
-    expect(new Set(entityRuns).size).toBe(2);
-    await expectExact(articleIds, remarkIds);
-  });
+  const dirtyRows = (app: CounterApp = counter) => dirtyEveryShard(app, keys, prefix);
 
   /**
    * Runs `flushes` and returns the most batch transactions `app` had open at once: each transaction is
@@ -131,7 +60,7 @@ describe.each(DATABASES)('batches of several shards in one transaction on %s', (
   }
 
   it('never runs more transactions at once than the database takes (one on SQLite)', async () => {
-    const { articleIds, remarkIds } = await dirtyRows();
+    const rows = await dirtyRows();
     let report: FlushReport | undefined;
     const mostOpen = await mostOpenDuring(counter, async () => void (report = await counter.counters.flush()));
     expect(report?.error).toBeUndefined();
@@ -139,7 +68,7 @@ describe.each(DATABASES)('batches of several shards in one transaction on %s', (
     // The default flushConcurrency (4) on PostgreSQL and MariaDB.
     expect(mostOpen).toBeGreaterThanOrEqual(1);
     expect(mostOpen).toBeLessThanOrEqual(database === 'sqlite' ? 1 : 4);
-    await expectExact(articleIds, remarkIds);
+    await expectEveryShardWritten(counter, rows);
   });
 
   it('runs flushConcurrency transactions at once, over all flushes of the instance (one on SQLite)', async () => {
@@ -153,7 +82,7 @@ describe.each(DATABASES)('batches of several shards in one transaction on %s', (
       counter: { shards: SHARDS, flushConcurrency: 2, flushBatchSize: 1 },
     });
     try {
-      const { articleIds, remarkIds } = await dirtyRows(bounded);
+      const rows = await dirtyRows(bounded);
       // Two flushes at once (the scheduled one and a flush() call, say): still two transactions at most.
       let reports: FlushReport[] = [];
       const mostOpen = await mostOpenDuring(bounded, async () => {
@@ -162,7 +91,7 @@ describe.each(DATABASES)('batches of several shards in one transaction on %s', (
       expect(reports.map((report) => report.error)).toEqual([undefined, undefined]);
       expect(reports[0].rows + reports[1].rows).toBe(20);
       expect(mostOpen).toBe(database === 'sqlite' ? 1 : 2);
-      await expectExact(articleIds, remarkIds, bounded);
+      await expectEveryShardWritten(bounded, rows);
     } finally {
       await bounded.close();
       await deleteKeys(suite.redis, boundedPrefix);
@@ -170,7 +99,7 @@ describe.each(DATABASES)('batches of several shards in one transaction on %s', (
   });
 
   it('writes each batch on its own when one of a transaction is already in the ledger', async () => {
-    const { articleIds, remarkIds } = await dirtyRows();
+    const rows = await dirtyRows();
     const ledgerBefore = await ledgerRows();
     const databaseService = counter.app.get(CounterDatabase);
     const realApply = databaseService.applyBatches.bind(databaseService);
@@ -195,7 +124,7 @@ describe.each(DATABASES)('batches of several shards in one transaction on %s', (
     );
     expect(aloneAfterwards.length).toBeGreaterThan(0);
     expect(await ledgerRows()).toBe(ledgerBefore + 2 * SHARDS);
-    await expectExact(articleIds, remarkIds);
+    await expectEveryShardWritten(counter, rows);
     expect((await counter.counters.status()).pendingRows).toBe(0);
   });
 });

@@ -1,10 +1,14 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { startCounterApp, type CounterApp } from '../support/counter-app.js';
-import { useCounterSuite } from '../support/counter-suite.js';
-import { createTestDatabase, DATABASES, type DatabaseName, type TestDatabase } from '../support/databases.js';
-import { deleteKeys, testRedis, uniquePrefix } from '../support/redis.js';
-import { Article, Tally } from '../fixtures/entities.js';
-import { articleCounts, insertArticles } from '../support/rows.js';
+import { startCounterApp, type CounterApp } from '../../support/counter-app.js';
+import { useCounterSuite } from '../../support/counter-suite.js';
+import { createTestDatabase, DATABASES, type DatabaseName, type TestDatabase } from '../../support/databases.js';
+import { deleteKeys, testRedis, uniquePrefix } from '../../support/redis.js';
+import { Article, Tally } from '../../fixtures/entities.js';
+import { articleCounts, insertArticles } from '../../support/rows.js';
+
+// Performance contract: these tests pin the shape of an optimisation documented in docs/PERFORMANCE.md
+// (each database's batch UPDATE), not a guarantee, and change when that optimisation does. The guarantees
+// it must keep are proven by the specs in test/integration/.
 
 /** The statement each database's batch UPDATE is recognised by. */
 const UPDATE_SHAPES: Record<DatabaseName, RegExp> = {

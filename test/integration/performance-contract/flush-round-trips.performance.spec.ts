@@ -1,16 +1,20 @@
 import calculateSlot from 'cluster-key-slot';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { CounterKeys } from '../../lib/redis/counter.keys.js';
-import { FlushPipeline } from '../../lib/flush/flush.pipeline.js';
-import { CounterDatabase, type DeltaBatch } from '../../lib/sql/counter.database.js';
-import type { CounterApp } from '../support/counter-app.js';
-import { Article, ENTITIES } from '../fixtures/entities.js';
-import { nodeOfTrip, type RoundTrips } from '../support/redis-traffic.js';
-import { useRoundTripSuite } from '../support/round-trip-suite.js';
-import { articleCounts, insertArticles, spreadIds } from '../support/rows.js';
-import { scriptsBySha } from '../support/script-calls.js';
-import { slotOwners } from '../support/slot-owners.js';
-import { TOPOLOGIES } from '../support/topologies.js';
+import { CounterKeys } from '../../../lib/redis/counter.keys.js';
+import { FlushPipeline } from '../../../lib/flush/flush.pipeline.js';
+import { CounterDatabase, type DeltaBatch } from '../../../lib/sql/counter.database.js';
+import type { CounterApp } from '../../support/counter-app.js';
+import { Article, ENTITIES } from '../../fixtures/entities.js';
+import { nodeOfTrip, type RoundTrips } from '../../support/redis-traffic.js';
+import { useRoundTripSuite } from '../../support/round-trip-suite.js';
+import { articleCounts, insertArticles, spreadIds } from '../../support/rows.js';
+import { scriptsBySha } from '../../support/script-calls.js';
+import { slotOwners } from '../../support/slot-owners.js';
+import { TOPOLOGIES } from '../../support/topologies.js';
+
+// Performance contract: these tests pin the shape of an optimisation documented in docs/PERFORMANCE.md
+// ("Flush pipeline": round trips of a flush), not a guarantee, and change when that optimisation does. The
+// guarantees it must keep are proven by the specs in test/integration/.
 
 /** Few enough that a flush's workers (at least two, claiming two shards each) claim them all in one turn. */
 const SHARDS = 4;

@@ -1,9 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { COUNTER_DEFAULTS } from '../../lib/counter.constants.js';
-import { CounterKeys } from '../../lib/redis/counter.keys.js';
-import { useCounterSuite } from '../support/counter-suite.js';
-import { Article } from '../fixtures/entities.js';
-import { articleCounts, insertArticles } from '../support/rows.js';
+import { COUNTER_DEFAULTS } from '../../../lib/counter.constants.js';
+import { CounterKeys } from '../../../lib/redis/counter.keys.js';
+import { useCounterSuite } from '../../support/counter-suite.js';
+import { Article } from '../../fixtures/entities.js';
+import { articleCounts, insertArticles } from '../../support/rows.js';
+
+// Performance contract: these tests pin the shape of an optimisation documented in docs/PERFORMANCE.md (the
+// pending hash kept as a hash table), not a guarantee, and change when that optimisation does. The
+// guarantees it must keep are proven by the specs in test/integration/.
 
 const WIDE = { '#wide': '-'.repeat(65) };
 
