@@ -6,7 +6,7 @@ export default defineConfig({
   test: {
     include: ['chaos/**/*.chaos.ts'],
     globalSetup: ['chaos/compile-worker.global-setup.ts'],
-    reporters: ['default', './test/summary-line.reporter.ts'],
+    reporters: ['default', './test/support/summary-line.reporter.ts'],
     setupFiles: ['reflect-metadata'],
     testTimeout: 180_000,
     hookTimeout: 60_000,

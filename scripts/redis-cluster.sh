@@ -7,8 +7,8 @@
 #   scripts/redis-cluster.sh status   print cluster_state and the nodes
 #
 # REDIS_CLUSTER_DIR overrides the folder (default: $TMPDIR/nestjs-counter-cluster), REDIS_CLUSTER_PORTS
-# the six ports (default: "7000 7001 7002 7003 7004 7005"; test/cluster-script.spec.ts runs a cluster of
-# its own this way, beside the tests' one).
+# the six ports (default: "7000 7001 7002 7003 7004 7005"; test/integration/cluster-script.spec.ts runs a
+# cluster of its own this way, beside the tests' one).
 set -euo pipefail
 
 read -r -a PORTS <<<"${REDIS_CLUSTER_PORTS:-7000 7001 7002 7003 7004 7005}"

@@ -10,7 +10,7 @@ import {
   CounterService,
   type CounterModuleOptions,
 } from '../../lib/index.js';
-import { BENCH_ENTITIES, BenchPost, type BenchEntity } from './bench-entities.js';
+import { BENCH_ENTITIES, BenchPost, type BenchEntity } from '../../test/fixtures/entities.js';
 import { redisOption, type Topology } from './redis-targets.js';
 
 export interface BenchApp {

@@ -1,6 +1,6 @@
 import type { DataSource } from 'typeorm';
 import type { CounterService } from '../../lib/index.js';
-import { BENCH_ENTITIES, COUNTER_NAMES, type BenchEntity } from './bench-entities.js';
+import { BENCH_ENTITIES, COUNTER_NAMES, type BenchEntity } from '../../test/fixtures/entities.js';
 import type { BulkRow, BulkTarget } from './bulk-update.js';
 
 /** The rows 1..rows of one entity, each with a known delta per counter (in `COUNTER_NAMES` order). */

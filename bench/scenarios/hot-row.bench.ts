@@ -3,7 +3,7 @@ import type { DataSource } from 'typeorm';
 import { CounterLedgerEntry, type CounterService } from '../../lib/index.js';
 import type { BenchContext, BenchScenario } from '../harness/bench-context.js';
 import { insertRows, startBenchApp, type BenchApp } from '../harness/bench-app.js';
-import { BenchPost } from '../harness/bench-entities.js';
+import { BenchPost } from '../../test/fixtures/entities.js';
 import { atLeast, atMost, ratio, type BenchRow, type TargetCheck } from '../harness/bench-results.js';
 import { runClosedLoop, sleep, type ClosedLoopResult } from '../harness/closed-loop.js';
 import { withDatabase, type DatabaseName } from '../harness/databases.js';

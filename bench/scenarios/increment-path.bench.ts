@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { BenchContext, BenchScenario } from '../harness/bench-context.js';
 import { startBenchApp, insertRows, loadIntoRedis } from '../harness/bench-app.js';
-import { BenchPost } from '../harness/bench-entities.js';
+import { BenchPost } from '../../test/fixtures/entities.js';
 import { atLeast, atMost, ratio, type BenchRow, type TargetCheck } from '../harness/bench-results.js';
 import { runClosedLoop } from '../harness/closed-loop.js';
 import { LatencyRecorder } from '../harness/latency-recorder.js';

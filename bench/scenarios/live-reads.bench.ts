@@ -8,7 +8,7 @@ import { tapCommands } from '../../test/support/command-tap.js';
 import { slotOwners } from '../../test/support/slot-owners.js';
 import type { BenchContext, BenchScenario } from '../harness/bench-context.js';
 import { giveCountersValues, insertRows, startBenchApp, type BenchApp } from '../harness/bench-app.js';
-import { BenchPost, COUNTER_NAMES } from '../harness/bench-entities.js';
+import { BenchPost, COUNTER_NAMES } from '../../test/fixtures/entities.js';
 import { formatRatio, ratio, type BenchRow, type Figures, type TargetCheck } from '../harness/bench-results.js';
 import { withDatabase } from '../harness/databases.js';
 import { commandCount, usecPerCall } from '../harness/redis-command-cost.js';

@@ -5,7 +5,7 @@ import { CounterRegistry } from '../../lib/counter.registry.js';
 import { CounterKeys } from '../../lib/redis/counter.keys.js';
 import type { BenchContext, BenchScenario } from '../harness/bench-context.js';
 import { giveCountersValues, insertRows, loadIntoRedis, startBenchApp, type BenchApp } from '../harness/bench-app.js';
-import { BenchPost, COUNTER_NAMES } from '../harness/bench-entities.js';
+import { BenchPost, COUNTER_NAMES } from '../../test/fixtures/entities.js';
 import type { BenchRow, TargetCheck } from '../harness/bench-results.js';
 import { withDatabase } from '../harness/databases.js';
 import { deleteKeys, REDIS_URL } from '../harness/redis-targets.js';

@@ -2,7 +2,7 @@
 // key prefix in the shared Redis, the tables created once by the parent, and any number of app instances
 // (chaos workers) started against them, with the load and the database sampler that watch them.
 // `close()` kills every worker (stopped ones too), stops the load and the sampler, closes the proxies,
-// drops the database and deletes the keys: call it in afterEach, whatever the test did.
+// drops the database and deletes the keys; useChaosScenario calls it after each test, whatever the test did.
 import { DataSource, type DataSourceOptions } from 'typeorm';
 import type { Redis } from 'ioredis';
 import { CounterLedgerEntry } from '../../lib/index.js';

@@ -2,7 +2,7 @@
 // encoded id, the shard's hash tag), so that a scenario knows which targets a failing master takes down.
 import type { DataSource } from 'typeorm';
 import { CounterKeys } from '../../lib/redis/counter.keys.js';
-import { Article, Badge, Remark } from '../../test/support/entities.js';
+import { Article, Badge, Remark } from '../../test/fixtures/entities.js';
 import type { AnyRedis } from '../../test/support/redis.js';
 import { targetKey, type CounterTarget } from './counter-targets.js';
 

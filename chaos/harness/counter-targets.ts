@@ -1,7 +1,7 @@
 // The counters a scenario changes ("targets": one counter of one row), the rows that hold them, and
 // reading what the database holds for them, with plain TypeORM through the parent's own connection.
 import { In, type DataSource } from 'typeorm';
-import { Article, Remark } from '../../test/support/entities.js';
+import { Article, Remark } from '../../test/fixtures/entities.js';
 import type { CounterKeys } from '../../lib/redis/counter.keys.js';
 import { insertArticles, insertRemarks, spreadIds } from '../../test/support/rows.js';
 import type { CountedEntityName } from '../worker/worker-protocol.js';

@@ -4,7 +4,7 @@
 import type { Redis } from 'ioredis';
 import type { DataSource } from 'typeorm';
 import { CounterLedgerEntry } from '../../lib/index.js';
-import { Article } from '../../test/support/entities.js';
+import { Article } from '../../test/fixtures/entities.js';
 import { keysEndingWith } from '../../test/support/redis.js';
 
 /** Whether some shard's batch key holds `batchId` (the batch hash keeps its id in the field '#id'). */

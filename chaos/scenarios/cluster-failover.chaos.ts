@@ -17,24 +17,22 @@
 //   behind a WAIT time out; the first failure is the report's error. Both names are recorded.
 // After each case the killed node is started again (it rejoins as a replica), the original masters take
 // their roles back, and the test waits for all six nodes, cluster_state:ok and three replicas in sync.
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { CounterKeys } from '../../lib/redis/counter.keys.js';
 import { deleteKeys } from '../../test/support/redis.js';
-import { testSeed } from '../../test/support/seeded-random.js';
 import { CLUSTER_NODES, inspectionClient } from '../../test/support/topologies.js';
 import type { WireFlushReport } from '../worker/worker-protocol.js';
-import { ChaosDeployment, CHAOS_DATABASES } from '../harness/chaos-deployment.js';
+import { CHAOS_DATABASES, type ChaosDeployment } from '../harness/chaos-deployment.js';
 import type { ChaosWorker } from '../harness/chaos-worker.js';
-import { recordResult } from '../harness/chaos-results.js';
+import { useChaosScenario, type ChaosRun } from '../harness/chaos-scenario.js';
 import * as nodes from '../harness/cluster-nodes.js';
 import { rowKeysMissing, targetSlots } from '../harness/cluster-targets.js';
 import { insertArticleTargets, readTargets, targetKey, type CounterTarget } from '../harness/counter-targets.js';
-import { flushUntilSettled, total } from '../harness/final-flush.js';
+import { total } from '../harness/final-flush.js';
 import { FlushLoops } from '../harness/flush-loops.js';
 import type { DatabaseSampler } from '../harness/database-sampler.js';
-import { checkInvariant } from '../harness/invariant.js';
 import type { LoadGenerator } from '../harness/load-generator.js';
 import { batchInLedger } from '../harness/protocol-state.js';
 import { sleep } from '../harness/time.js';
@@ -54,6 +52,7 @@ const SCRIPT = new URL('../../scripts/redis-cluster.sh', import.meta.url).pathna
 
 /** One case's moving parts, started the same way for each. */
 interface Run {
+  chaos: ChaosRun;
   deployment: ChaosDeployment;
   workers: ChaosWorker[];
   targets: CounterTarget[];
@@ -69,15 +68,23 @@ interface Run {
   victimTargets: number;
   ledgerBefore: number;
   seed: number;
-  began: number;
 }
 
 describe.each(CHAOS_DATABASES)('scenario 6: Redis Cluster failover under load, on %s', (databaseName) => {
   let original: nodes.NodeRole[] = [];
   let startedHere = false;
-  let deployment: ChaosDeployment | undefined;
   /** Nodes this test killed, to start again whatever happens. */
   const killed: nodes.NodeStartup[] = [];
+  const scenario = useChaosScenario(databaseName, {
+    afterClose: async (prefix) => {
+      await healCluster(killed.splice(0), original);
+      if (prefix) {
+        const redis = inspectionClient('cluster');
+        await deleteKeys(redis, prefix).finally(() => redis.disconnect());
+      }
+    },
+    teardownTimeoutMs: 120_000,
+  });
 
   beforeAll(async () => {
     const answering = await Promise.all(nodes.CLUSTER_PORTS.map(nodes.nodeAnswers));
@@ -91,25 +98,13 @@ describe.each(CHAOS_DATABASES)('scenario 6: Redis Cluster failover under load, o
     original = await nodes.layout();
   }, 180_000);
 
-  afterEach(async () => {
-    const prefix = deployment?.prefix;
-    await deployment?.close();
-    deployment = undefined;
-    await healCluster(killed.splice(0), original);
-    if (prefix) {
-      const redis = inspectionClient('cluster');
-      await deleteKeys(redis, prefix).finally(() => redis.disconnect());
-    }
-  }, 120_000);
-
   afterAll(async () => {
     if (startedHere) await promisify(execFile)('bash', [SCRIPT, 'stop'], { timeout: 60_000 });
   });
 
   async function startRun(label: string): Promise<Run> {
-    const began = Date.now();
-    const seed = testSeed();
-    deployment = await ChaosDeployment.create(databaseName, label, CLUSTER_COUNTER);
+    const chaos = await scenario.deploy(label, CLUSTER_COUNTER);
+    const { deployment, seed } = chaos;
     const { observer, prefix } = deployment;
     // Rows over every shard, so over every master: rows of consecutive ids would share one shard (a run
     // of 100 ids), all on the victim, with nothing left to show the other masters serving on.
@@ -137,6 +132,7 @@ describe.each(CHAOS_DATABASES)('scenario 6: Redis Cluster failover under load, o
     const missing = await rowKeysMissing(redis, slots, counted).finally(() => redis.disconnect());
     expect(missing, 'row keys computed for the targets').toEqual([]);
     return {
+      chaos,
       deployment,
       workers,
       targets,
@@ -151,19 +147,18 @@ describe.each(CHAOS_DATABASES)('scenario 6: Redis Cluster failover under load, o
       victimTargets: victimKeys.size,
       ledgerBefore,
       seed,
-      began,
     };
   }
 
   /** Stops the load and the loops, flushes everything, and measures. */
   async function finish(run: Run, extraReports: WireFlushReport[] = []) {
-    const { deployment, targets, start, tally, load, sampler, loops, workers } = run;
+    const { chaos, deployment, targets, start, tally, load, sampler, loops, workers } = run;
     await load.stop();
     const reports = [...(await loops.stop()), ...extraReports];
     const redis = inspectionClient('cluster');
-    const final = await flushUntilSettled(workers[0], redis, deployment.prefix).finally(() => redis.disconnect());
-    await sampler.stop();
-    const figures = await checkInvariant({ dataSource: deployment.observer, targets, start, tally, sampler });
+    const { final, figures } = await chaos
+      .settle({ flusher: workers[0], targets, start, tally, sampler, redis })
+      .finally(() => redis.disconnect());
     const end = await readTargets(deployment.observer, targets);
     const ledgerRows = (await deployment.ledgerRows()) - run.ledgerBefore;
     const statuses = await Promise.all(workers.map((worker) => worker.status()));
@@ -195,13 +190,7 @@ describe.each(CHAOS_DATABASES)('scenario 6: Redis Cluster failover under load, o
       batchesApplied: total([...reports, ...final], 'batches'),
       ledgerRows,
     };
-    recordResult({
-      scenario: '6a cluster failover (graceful)',
-      database: databaseName,
-      ...figures,
-      durationMs: Date.now() - run.began,
-      details,
-    });
+    run.chaos.record('6a cluster failover (graceful)', figures, details);
 
     // A manual failover pauses writes on the old master until its replica has caught up: an increment
     // held there past redisCommandTimeoutMs times out, its outcome unknown (uncertain), as any timeout.
@@ -253,13 +242,7 @@ describe.each(CHAOS_DATABASES)('scenario 6: Redis Cluster failover under load, o
       ledgerRows,
       redisDataLossDetected: statuses.some((status) => status.lastRedisDataLoss !== null),
     };
-    recordResult({
-      scenario: '6b cluster master killed',
-      database: databaseName,
-      ...figures,
-      durationMs: Date.now() - run.began,
-      details,
-    });
+    run.chaos.record('6b cluster master killed', figures, details);
 
     expect(figures).toMatchObject({ duplicated: 0, backwards: 0 });
     expect(overBound, 'targets that lost more than was acknowledged on the master since its replica caught up').toEqual(
@@ -326,13 +309,7 @@ describe.each(CHAOS_DATABASES)('scenario 6: Redis Cluster failover under load, o
       ledgerRows,
       redisDataLossDetected: statuses.some((status) => status.lastRedisDataLoss !== null),
     };
-    recordResult({
-      scenario: '6c replica lagging, master killed',
-      database: databaseName,
-      ...figures,
-      durationMs: Date.now() - run.began,
-      details,
-    });
+    run.chaos.record('6c replica lagging, master killed', figures, details);
 
     // The claim's WAIT saw no replica confirm: the flush failed, the batch stayed claimed on the master,
     // unwritten.

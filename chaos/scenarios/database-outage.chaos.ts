@@ -9,18 +9,15 @@
 //   database comes back as a restarted one does, without the sessions it had.
 // - "connections killed": an instance is stopped inside a batch's transaction (UPDATE run, COMMIT not
 //   yet), its sessions are killed from the server side, and it is let go on: its COMMIT fails.
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { COUNTER_DEFAULTS } from '../../lib/counter.constants.js';
 import { CounterKeys } from '../../lib/redis/counter.keys.js';
-import { testSeed } from '../../test/support/seeded-random.js';
 import type { ProxyMode } from '../../test/support/tcp-proxy.js';
-import { ChaosDeployment, CHAOS_DATABASES } from '../harness/chaos-deployment.js';
-import { recordResult } from '../harness/chaos-results.js';
+import { CHAOS_DATABASES } from '../harness/chaos-deployment.js';
+import { useChaosScenario } from '../harness/chaos-scenario.js';
 import { insertArticleTargets, readTargets, targetKey } from '../harness/counter-targets.js';
 import { killWorkerConnections, taggedConnection } from '../harness/database-connections.js';
-import { flushUntilSettled } from '../harness/final-flush.js';
 import { backoffCeiling, loggedRetries, recoveries, StatusWatcher } from '../harness/flush-backoff.js';
-import { checkInvariant } from '../harness/invariant.js';
 import { differences, readThrough } from '../harness/live-reads.js';
 import { batchInLedger } from '../harness/protocol-state.js';
 import { sleep, within } from '../harness/time.js';
@@ -84,19 +81,14 @@ function backoffOf(log: string, watcher: StatusWatcher, until: number) {
 }
 
 describe.each(CHAOS_DATABASES)('scenario 3: the database down during the flushes, on %s', (databaseName) => {
-  let deployment: ChaosDeployment | undefined;
-  afterEach(async () => {
-    await deployment?.close();
-    deployment = undefined;
-  });
+  const scenario = useChaosScenario(databaseName);
 
   it.each<ProxyMode>(['reset', 'blackhole'])(
     'database stopped (%s): flushes back off, counting and reading go on, nothing is lost',
     async (outage) => {
-      const began = Date.now();
-      const seed = testSeed();
-      deployment = await ChaosDeployment.create(databaseName, `s3-${outage}`, SCHEDULED_FLUSH);
-      const { observer, redis, prefix } = deployment;
+      const run = await scenario.deploy(`s3-${outage}`, SCHEDULED_FLUSH);
+      const { deployment, seed } = run;
+      const { observer, prefix } = deployment;
       // Rows over every shard: each instance finds shards of its own to fail on while the other's
       // failing transaction holds its leases (rows in one shard would leave one of them with none).
       const targets = await insertArticleTargets(observer, ROWS, new CounterKeys(prefix, COUNTER_DEFAULTS.shards));
@@ -152,9 +144,7 @@ describe.each(CHAOS_DATABASES)('scenario 3: the database down during the flushes
       await Promise.all(watchers.map((watcher) => watcher.stop()));
 
       await load.stop();
-      await flushUntilSettled(workers[0], redis, prefix);
-      await sampler.stop();
-      const figures = await checkInvariant({ dataSource: observer, targets, start, tally, sampler });
+      const { figures } = await run.settle({ flusher: workers[0], targets, start, tally, sampler });
       const backoff = workers.map((_, i) => backoffOf(logOfOutage[i], watchers[i], upAt));
       // One second in, a flush that was running when the outage began has failed or is stuck.
       const during = watchers.map((watcher) => watcher.samples.filter(({ at }) => at > downAt + 1_000 && at < upAt));
@@ -171,12 +161,9 @@ describe.each(CHAOS_DATABASES)('scenario 3: the database down during the flushes
         acknowledgedMidOutage,
         recoveryMs: recoveryMs.map((ms) => ms ?? 'none').join('/'),
       };
-      recordResult({
-        scenario: `3 database stopped (${outage})`,
-        database: databaseName,
-        ...figures,
-        durationMs: Date.now() - began,
-        details: { ...details, injected: `database proxy '${outage}' for ${OUTAGE_MS} ms under load, 2 instances` },
+      run.record(`3 database stopped (${outage})`, figures, {
+        ...details,
+        injected: `database proxy '${outage}' for ${OUTAGE_MS} ms under load, 2 instances`,
       });
 
       // Counting and reading went on from Redis.
@@ -230,10 +217,9 @@ describe.each(CHAOS_DATABASES)('scenario 3: the database down during the flushes
   );
 
   it('connections killed mid-flush: the batch fails, is retried and applied once', async () => {
-    const began = Date.now();
-    const seed = testSeed();
-    deployment = await ChaosDeployment.create(databaseName, 's3-kill', SCHEDULED_FLUSH);
-    const { observer, redis, prefix } = deployment;
+    const run = await scenario.deploy('s3-kill', SCHEDULED_FLUSH);
+    const { deployment, seed } = run;
+    const { observer, prefix } = deployment;
     const targets = await insertArticleTargets(observer, ROWS);
     const start = await readTargets(observer, targets);
     const tag = prefix;
@@ -287,9 +273,7 @@ describe.each(CHAOS_DATABASES)('scenario 3: the database down during the flushes
     }
 
     await load.stop();
-    await flushUntilSettled(workers[0], redis, prefix);
-    await sampler.stop();
-    const figures = await checkInvariant({ dataSource: observer, targets, start, tally, sampler });
+    const { figures } = await run.settle({ flusher: workers[0], targets, start, tally, sampler });
     const inLedger = await Promise.all(rounds.map(({ batchId }) => batchInLedger(observer, batchId)));
     const details = {
       seed,
@@ -298,15 +282,9 @@ describe.each(CHAOS_DATABASES)('scenario 3: the database down during the flushes
       killedBatchesInLedger: inLedger.filter(Boolean).length,
       firstError: rounds[0].error ?? '',
     };
-    recordResult({
-      scenario: '3 connections killed mid-flush',
-      database: databaseName,
-      ...figures,
-      durationMs: Date.now() - began,
-      details: {
-        ...details,
-        injected: `${KILL_ROUNDS}× an instance stopped between its batch's UPDATE and COMMIT, its database sessions killed (${databaseName === 'postgres' ? 'pg_terminate_backend' : 'KILL CONNECTION'}), then let go on`,
-      },
+    run.record('3 connections killed mid-flush', figures, {
+      ...details,
+      injected: `${KILL_ROUNDS}× an instance stopped between its batch's UPDATE and COMMIT, its database sessions killed (${databaseName === 'postgres' ? 'pg_terminate_backend' : 'KILL CONNECTION'}), then let go on`,
     });
 
     for (const { killed, committedAtKill, error } of rounds) {

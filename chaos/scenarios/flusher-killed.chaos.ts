@@ -6,14 +6,12 @@
 // the step and is SIGKILLed there. The survivor keeps taking increments, then flushes until nothing is
 // pending (waiting out the victim's lease where it held one). Small batches give each shard several
 // batches, so that "holding the lease" (between two batches) exists.
-import { afterEach, describe, expect, it } from 'vitest';
-import { testSeed } from '../../test/support/seeded-random.js';
+import { describe, expect, it } from 'vitest';
 import { FLUSH_STEPS, type FlushStep } from '../worker/worker-protocol.js';
-import { ChaosDeployment, CHAOS_DATABASES } from '../harness/chaos-deployment.js';
-import { recordResult } from '../harness/chaos-results.js';
+import { CHAOS_DATABASES } from '../harness/chaos-deployment.js';
+import { useChaosScenario } from '../harness/chaos-scenario.js';
 import { insertArticleTargets, readTargets } from '../harness/counter-targets.js';
-import { flushUntilSettled, total } from '../harness/final-flush.js';
-import { checkInvariant } from '../harness/invariant.js';
+import { total } from '../harness/final-flush.js';
 import { articleRowsLocked, batchInLedger, batchInRedis, leaseHeld } from '../harness/protocol-state.js';
 import { sleep, within } from '../harness/time.js';
 
@@ -30,20 +28,15 @@ const AT_THE_KILL: Record<FlushStep, { inRedis: boolean; inLedger: boolean; leas
 };
 
 describe.each(CHAOS_DATABASES)('scenario 1: a flusher killed with SIGKILL at each step, on %s', (databaseName) => {
-  let deployment: ChaosDeployment | undefined;
-  afterEach(async () => {
-    await deployment?.close();
-    deployment = undefined;
-  });
+  const scenario = useChaosScenario(databaseName);
 
   it.each(Object.keys(FLUSH_STEPS) as FlushStep[])('killed at %s: another instance finishes the work', async (step) => {
-    const began = Date.now();
-    const seed = testSeed();
-    deployment = await ChaosDeployment.create(databaseName, `s1-${step}`, {
+    const run = await scenario.deploy(`s1-${step}`, {
       shards: 2,
       flushBatchSize: 5,
       flushLeaseMs: LEASE_MS,
     });
+    const { deployment, seed } = run;
     const { observer, redis, prefix } = deployment;
     const targets = await insertArticleTargets(observer, ROWS);
     const start = await readTargets(observer, targets);
@@ -82,9 +75,7 @@ describe.each(CHAOS_DATABASES)('scenario 1: a flusher killed with SIGKILL at eac
 
     await sleep(300);
     const tally = await load.stop();
-    const reports = await flushUntilSettled(survivor, redis, prefix);
-    await sampler.stop();
-    const figures = await checkInvariant({ dataSource: observer, targets, start, tally, sampler });
+    const { final: reports, figures } = await run.settle({ flusher: survivor, targets, start, tally, sampler });
     const ledgerRows = await deployment.ledgerRows();
     const details = {
       seed,
@@ -94,13 +85,7 @@ describe.each(CHAOS_DATABASES)('scenario 1: a flusher killed with SIGKILL at eac
       batchesBeforeKill: ledgerAtKill,
       ledgerRows,
     };
-    recordResult({
-      scenario: `1 killed at ${step}`,
-      database: databaseName,
-      ...figures,
-      durationMs: Date.now() - began,
-      details,
-    });
+    run.record(`1 killed at ${step}`, figures, details);
 
     expect(figures.wrong).toEqual([]);
     expect(figures).toMatchObject({ lost: 0, duplicated: 0, uncertain: 0, backwards: 0 });

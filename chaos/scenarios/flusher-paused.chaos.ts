@@ -7,14 +7,12 @@
 // second write. Frozen inside the transaction, the sleeper still holds its uncommitted ledger row and row
 // locks: the taker's write of the same batch waits on them, and fails on the ledger's key once the
 // sleeper commits.
-import { afterEach, describe, expect, it } from 'vitest';
-import { testSeed } from '../../test/support/seeded-random.js';
+import { describe, expect, it } from 'vitest';
 import type { FlushStep, WireFlushReport } from '../worker/worker-protocol.js';
-import { ChaosDeployment, CHAOS_DATABASES } from '../harness/chaos-deployment.js';
-import { recordResult } from '../harness/chaos-results.js';
+import { CHAOS_DATABASES } from '../harness/chaos-deployment.js';
+import { useChaosScenario } from '../harness/chaos-scenario.js';
 import { insertArticleTargets, readTargets } from '../harness/counter-targets.js';
-import { flushUntilSettled, total } from '../harness/final-flush.js';
-import { checkInvariant } from '../harness/invariant.js';
+import { total } from '../harness/final-flush.js';
 import { batchInLedger } from '../harness/protocol-state.js';
 import { sleep, within } from '../harness/time.js';
 
@@ -26,17 +24,12 @@ const TAKEOVER_WAIT_MS = 1_500;
 const PAUSE_STEPS: FlushStep[] = ['after-claim', 'in-transaction', 'after-commit'];
 
 describe.each(CHAOS_DATABASES)('scenario 2: a flusher paused past its lease, then resumed, on %s', (databaseName) => {
-  let deployment: ChaosDeployment | undefined;
-  afterEach(async () => {
-    await deployment?.close();
-    deployment = undefined;
-  });
+  const scenario = useChaosScenario(databaseName);
 
   it.each(PAUSE_STEPS)('frozen at %s: the batch is applied once', async (step) => {
-    const began = Date.now();
-    const seed = testSeed();
-    deployment = await ChaosDeployment.create(databaseName, `s2-${step}`, { shards: 2, flushLeaseMs: LEASE_MS });
-    const { observer, redis, prefix } = deployment;
+    const run = await scenario.deploy(`s2-${step}`, { shards: 2, flushLeaseMs: LEASE_MS });
+    const { deployment, seed } = run;
+    const { observer } = deployment;
     const targets = await insertArticleTargets(observer, ROWS);
     const start = await readTargets(observer, targets);
     const ledgerBefore = await deployment.ledgerRows();
@@ -67,9 +60,7 @@ describe.each(CHAOS_DATABASES)('scenario 2: a flusher paused past its lease, the
     await load.useWorkers([sleeper, taker]);
     await sleep(300);
     const tally = await load.stop();
-    const final = await flushUntilSettled(taker, redis, prefix);
-    await sampler.stop();
-    const figures = await checkInvariant({ dataSource: observer, targets, start, tally, sampler });
+    const { final, figures } = await run.settle({ flusher: taker, targets, start, tally, sampler });
     const reports: WireFlushReport[] = [late, taken, ...final];
     const ledgerRows = (await deployment.ledgerRows()) - ledgerBefore;
     const details = {
@@ -83,13 +74,7 @@ describe.each(CHAOS_DATABASES)('scenario 2: a flusher paused past its lease, the
       batchesApplied: total(reports, 'batches'),
       ledgerRows,
     };
-    recordResult({
-      scenario: `2 frozen at ${step}`,
-      database: databaseName,
-      ...figures,
-      durationMs: Date.now() - began,
-      details,
-    });
+    run.record(`2 frozen at ${step}`, figures, details);
 
     expect(figures.wrong).toEqual([]);
     expect(figures).toMatchObject({ lost: 0, duplicated: 0, uncertain: 0, backwards: 0 });

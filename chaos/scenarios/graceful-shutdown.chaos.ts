@@ -8,15 +8,14 @@
 //   final flush waits on a dead connection may not exit by itself; like an orchestrator after its grace
 //   period, the scenario then SIGKILLs it. Whether it exited is reported, not asserted: no guarantee
 //   bounds the time of a shutdown.
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { MESSAGES } from '../../lib/counter.messages.js';
-import { testSeed } from '../../test/support/seeded-random.js';
 import type { ProxyMode } from '../../test/support/tcp-proxy.js';
 import { ChaosDeployment, CHAOS_DATABASES } from '../harness/chaos-deployment.js';
+import { useChaosScenario } from '../harness/chaos-scenario.js';
 import type { ChaosWorker } from '../harness/chaos-worker.js';
-import { recordResult } from '../harness/chaos-results.js';
 import { insertArticleTargets, readTargets, type CounterTarget } from '../harness/counter-targets.js';
-import { flushUntilSettled, redisBacklog, total } from '../harness/final-flush.js';
+import { redisBacklog, total } from '../harness/final-flush.js';
 import { checkInvariant } from '../harness/invariant.js';
 import { sleep } from '../harness/time.js';
 
@@ -59,16 +58,11 @@ async function terminate(worker: ChaosWorker): Promise<{ exitedWithinGrace: bool
 }
 
 describe.each(CHAOS_DATABASES)('scenario 9: SIGTERM with pending deltas, on %s', (databaseName) => {
-  let deployment: ChaosDeployment | undefined;
-  afterEach(async () => {
-    await deployment?.close();
-    deployment = undefined;
-  });
+  const scenario = useChaosScenario(databaseName);
 
   it('database up: the final flush writes everything before the clients close', async () => {
-    const began = Date.now();
-    const seed = testSeed();
-    deployment = await ChaosDeployment.create(databaseName, 's9-up');
+    const run = await scenario.deploy('s9-up');
+    const { deployment, seed } = run;
     const { observer, redis, prefix } = deployment;
     const targets = await insertArticleTargets(observer, ROWS);
     const start = await readTargets(observer, targets);
@@ -89,13 +83,7 @@ describe.each(CHAOS_DATABASES)('scenario 9: SIGTERM with pending deltas, on %s',
       shutdownMs,
       exit: exit.signal ?? exit.code,
     };
-    recordResult({
-      scenario: '9 SIGTERM, database up',
-      database: databaseName,
-      ...figures,
-      durationMs: Date.now() - began,
-      details,
-    });
+    run.record('9 SIGTERM, database up', figures, details);
 
     expect(pending.dirtyIds, 'deltas pending in Redis at the SIGTERM').toBeGreaterThan(0);
     expect(exitedWithinGrace).toBe(true);
@@ -111,9 +99,8 @@ describe.each(CHAOS_DATABASES)('scenario 9: SIGTERM with pending deltas, on %s',
   it.each<ProxyMode>(['reset', 'blackhole'])(
     'database down (%s) at the SIGTERM: the deltas stay in Redis and the next instance flushes them',
     async (outage) => {
-      const began = Date.now();
-      const seed = testSeed();
-      deployment = await ChaosDeployment.create(databaseName, `s9-${outage}`);
+      const run = await scenario.deploy(`s9-${outage}`);
+      const { deployment, seed } = run;
       const { observer, redis, prefix } = deployment;
       const targets = await insertArticleTargets(observer, ROWS);
       const start = await readTargets(observer, targets);
@@ -134,9 +121,7 @@ describe.each(CHAOS_DATABASES)('scenario 9: SIGTERM with pending deltas, on %s',
 
       const successor = await deployment.startWorker({ name: 'successor' });
       const backlogSeen = await successor.status();
-      const reports = await flushUntilSettled(successor, redis, prefix);
-      await sampler.stop();
-      const figures = await checkInvariant({ dataSource: observer, targets, start, tally, sampler });
+      const { final: reports, figures } = await run.settle({ flusher: successor, targets, start, tally, sampler });
       const details = {
         seed,
         pendingAtSigterm: pending.dirtyIds,
@@ -150,13 +135,7 @@ describe.each(CHAOS_DATABASES)('scenario 9: SIGTERM with pending deltas, on %s',
         successorBatches: total(reports, 'batches'),
         successorRecovered: total(reports, 'recoveredBatches'),
       };
-      recordResult({
-        scenario: `9 SIGTERM, database down (${outage})`,
-        database: databaseName,
-        ...figures,
-        durationMs: Date.now() - began,
-        details,
-      });
+      run.record(`9 SIGTERM, database down (${outage})`, figures, details);
 
       expect(pending.dirtyIds, 'deltas pending in Redis at the SIGTERM').toBeGreaterThan(0);
       // Nothing reached the database, and every delta is still in Redis: dirty, or claimed in a batch.

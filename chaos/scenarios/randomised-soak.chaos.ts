@@ -9,13 +9,12 @@
 // The seed (CHAOS_SEED, random by default) is printed first: the same seed gives the same fault
 // schedule and the same load choices. Timing still varies from run to run, as it does in production.
 import { randomInt } from 'node:crypto';
-import { afterEach, describe, expect, it } from 'vitest';
-import { ChaosDeployment, CHAOS_DATABASES } from '../harness/chaos-deployment.js';
-import { recordResult } from '../harness/chaos-results.js';
+import { describe, expect, it } from 'vitest';
+import { CHAOS_DATABASES } from '../harness/chaos-deployment.js';
+import { useChaosScenario } from '../harness/chaos-scenario.js';
 import { insertArticleTargets, insertRemarkTargets, readTargets } from '../harness/counter-targets.js';
 import { FAULT_KINDS, faultSchedule } from '../harness/fault-schedule.js';
-import { flushUntilSettled, total } from '../harness/final-flush.js';
-import { checkInvariant } from '../harness/invariant.js';
+import { total } from '../harness/final-flush.js';
 import { SoakFleet } from '../harness/soak-fleet.js';
 import { sleep, within } from '../harness/time.js';
 import type { ChaosWorker } from '../harness/chaos-worker.js';
@@ -27,11 +26,7 @@ const SHARDS = 8;
 const WARMUP_MS = 1_000;
 
 describe.each(CHAOS_DATABASES)('scenario 10: randomised soak, on %s', (databaseName) => {
-  let deployment: ChaosDeployment | undefined;
-  afterEach(async () => {
-    await deployment?.close();
-    deployment = undefined;
-  });
+  const scenario = useChaosScenario(databaseName);
 
   it(
     `a seeded mix of faults for ${SOAK_MS} ms: exact in the end`,
@@ -40,9 +35,9 @@ describe.each(CHAOS_DATABASES)('scenario 10: randomised soak, on %s', (databaseN
       console.log(
         `chaos 10 soak on ${databaseName}: CHAOS_SEED=${SEED} CHAOS_SOAK_MS=${SOAK_MS} (${schedule.length} episodes planned)`,
       );
-      const began = Date.now();
-      deployment = await ChaosDeployment.create(databaseName, 's10', { shards: SHARDS });
-      const { observer, redis, prefix } = deployment;
+      const run = await scenario.deploy('s10', { shards: SHARDS });
+      const { deployment } = run;
+      const { observer, prefix } = deployment;
       const targets = [
         ...(await insertArticleTargets(observer, 100)),
         ...(await insertRemarkTargets(observer, 50, prefix)),
@@ -71,9 +66,14 @@ describe.each(CHAOS_DATABASES)('scenario 10: randomised soak, on %s', (databaseN
       // The invariant holds once the faults are over: the last episode may have just ended, with the
       // flushing instance still reconnecting to Redis (it refuses meanwhile, as it should). Wait for it.
       await within(reachesRedis(fleet.workers[0]), 10_000, 'the flushing instance reaching Redis again');
-      const final = await flushUntilSettled(fleet.workers[0], redis, prefix, 30_000);
-      await sampler.stop();
-      const figures = await checkInvariant({ dataSource: observer, targets, start, tally, sampler });
+      const { final, figures } = await run.settle({
+        flusher: fleet.workers[0],
+        targets,
+        start,
+        tally,
+        sampler,
+        timeoutMs: 30_000,
+      });
       const ledgerRows = (await deployment.ledgerRows()) - ledgerBefore;
       const reports = [...fleet.reports(), ...final];
       const reportedBatches = total(reports, 'batches');
@@ -96,13 +96,7 @@ describe.each(CHAOS_DATABASES)('scenario 10: randomised soak, on %s', (databaseN
         ledgerRows,
         schedule,
       };
-      recordResult({
-        scenario: '10 randomised soak',
-        database: databaseName,
-        ...figures,
-        durationMs: Date.now() - began,
-        details,
-      });
+      run.record('10 randomised soak', figures, details);
 
       expect(figures.wrong).toEqual([]);
       expect(figures).toMatchObject({ lost: 0, duplicated: 0, backwards: 0 });

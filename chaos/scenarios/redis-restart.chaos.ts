@@ -11,16 +11,13 @@
 //
 // Two instances take a steady load; the parent drives the flushes, one at a time through each instance
 // in turn (RoundRobinFlusher), so that it knows the last flush that completed before the kill.
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { MESSAGES } from '../../lib/counter.messages.js';
 import { scanKeys } from '../../test/support/redis.js';
-import { testSeed } from '../../test/support/seeded-random.js';
-import { ChaosDeployment, CHAOS_DATABASES } from '../harness/chaos-deployment.js';
+import { CHAOS_DATABASES } from '../harness/chaos-deployment.js';
+import { useChaosScenario } from '../harness/chaos-scenario.js';
 import type { ChaosWorker } from '../harness/chaos-worker.js';
-import { recordResult } from '../harness/chaos-results.js';
 import { insertArticleTargets, readTargets, targetKey } from '../harness/counter-targets.js';
-import { flushUntilSettled } from '../harness/final-flush.js';
-import { checkInvariant } from '../harness/invariant.js';
 import { differences, readThrough } from '../harness/live-reads.js';
 import { lossBounds } from '../harness/loss-bounds.js';
 import { privateRedisFor, stopRedisProcess } from '../harness/redis-process.js';
@@ -70,17 +67,12 @@ async function redisBack(worker: ChaosWorker): Promise<void> {
 }
 
 describe.each(CHAOS_DATABASES)('scenario 5: Redis killed and restarted, on %s', (databaseName) => {
-  let deployment: ChaosDeployment | undefined;
-  afterEach(async () => {
-    await deployment?.close();
-    deployment = undefined;
-  });
+  const scenario = useChaosScenario(databaseName);
 
   for (const { label, key, redisArgs, keeps } of CASES) {
     it(label, async () => {
-      const began = Date.now();
-      const seed = testSeed();
-      deployment = await ChaosDeployment.create(databaseName, `s5-${key}`, { redisCommandTimeoutMs: 500 });
+      const run = await scenario.deploy(`s5-${key}`, { redisCommandTimeoutMs: 500 });
+      const { deployment, seed } = run;
       const { observer, prefix } = deployment;
       const { server, inspector } = await privateRedisFor(deployment, redisArgs);
       const targets = await insertArticleTargets(observer, ROWS);
@@ -134,9 +126,7 @@ describe.each(CHAOS_DATABASES)('scenario 5: Redis killed and restarted, on %s', 
       await flusher.stop();
       // Each instance has flushed since the restart: that is when it can notice a loss.
       const statuses = await Promise.all(workers.map((worker) => worker.status()));
-      await flushUntilSettled(workers[0], inspector, prefix);
-      await sampler.stop();
-      const figures = await checkInvariant({ dataSource: observer, targets, start, tally, sampler });
+      const { figures } = await run.settle({ flusher: workers[0], targets, start, tally, sampler, redis: inspector });
       const end = await readTargets(observer, targets);
       const lastComplete = flusher.lastCompleteBefore(signalledAt);
       const bounds = lossBounds({
@@ -166,15 +156,9 @@ describe.each(CHAOS_DATABASES)('scenario 5: Redis killed and restarted, on %s', 
         reconnectedMs,
         rowKeysAfterReads,
       };
-      recordResult({
-        scenario: `5 Redis SIGKILL + restart, ${label}`,
-        database: databaseName,
-        ...figures,
-        durationMs: Date.now() - began,
-        details: {
-          ...details,
-          injected: `redis-server (${redisArgs.join(' ') || 'save "", appendonly no'}) SIGKILLed under load, down ${DOWN_MS} ms, restarted`,
-        },
+      run.record(`5 Redis SIGKILL + restart, ${label}`, figures, {
+        ...details,
+        injected: `redis-server (${redisArgs.join(' ') || 'save "", appendonly no'}) SIGKILLed under load, down ${DOWN_MS} ms, restarted`,
       });
 
       // Down: reads fell back to the database, whatever the persistence.

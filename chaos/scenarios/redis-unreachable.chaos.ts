@@ -10,16 +10,13 @@
 // An increment that failed is not acknowledged; one that timed out after it was sent is "uncertain" and
 // is allowed, as such, in the invariant. Every other delta must be in the database exactly.
 import type { Redis } from 'ioredis';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { REDIS_URL } from '../../test/support/redis.js';
-import { testSeed } from '../../test/support/seeded-random.js';
 import { TcpProxy } from '../../test/support/tcp-proxy.js';
 import { ChaosDeployment, CHAOS_DATABASES } from '../harness/chaos-deployment.js';
-import { recordResult } from '../harness/chaos-results.js';
+import { useChaosScenario } from '../harness/chaos-scenario.js';
 import { insertArticleTargets, readTargets, targetKey } from '../harness/counter-targets.js';
-import { flushUntilSettled } from '../harness/final-flush.js';
 import { recoveries } from '../harness/flush-backoff.js';
-import { checkInvariant } from '../harness/invariant.js';
 import { differences, getThrough, readThrough } from '../harness/live-reads.js';
 import { countingAgain } from '../harness/recovery.js';
 import { privateRedisFor, stopRedisProcess } from '../harness/redis-process.js';
@@ -84,24 +81,19 @@ async function timed<T>(read: () => Promise<T>): Promise<{ value: T; ms: number 
 }
 
 describe.each(CHAOS_DATABASES)('scenario 4: Redis unreachable, on %s', (databaseName) => {
-  let deployment: ChaosDeployment | undefined;
-  afterEach(async () => {
-    await deployment?.close();
-    deployment = undefined;
-  });
+  const scenario = useChaosScenario(databaseName);
 
   it.each<RedisOutage>(['stopped', 'blackhole'])(
     'Redis %s: increments fail fast, reads fall back to the database, the instances recover by themselves',
     async (kind) => {
-      const began = Date.now();
-      const seed = testSeed();
-      deployment = await ChaosDeployment.create(databaseName, `s4-${kind}`, {
+      const run = await scenario.deploy(`s4-${kind}`, {
         redisCommandTimeoutMs: REDIS_TIMEOUT_MS,
         flushEnabled: true,
         flushIntervalMs: FLUSH_INTERVAL_MS,
         flushMaxBackoffMs: MAX_BACKOFF_MS,
       });
-      const { observer, prefix } = deployment;
+      const { deployment, seed } = run;
+      const { observer } = deployment;
       const outage = await outageFor(kind, deployment);
       const targets = await insertArticleTargets(observer, ROWS);
       const start = await readTargets(observer, targets);
@@ -140,9 +132,14 @@ describe.each(CHAOS_DATABASES)('scenario 4: Redis unreachable, on %s', (database
       // Read before the final flush: a flush() running beside the scheduled one in the same instance
       // currently reports a loss of Redis data that did not happen, which is not this scenario's subject.
       const afterwards = await Promise.all(workers.map((worker) => worker.status()));
-      await flushUntilSettled(workers[0], outage.inspector, prefix);
-      await sampler.stop();
-      const figures = await checkInvariant({ dataSource: observer, targets, start, tally, sampler });
+      const { figures } = await run.settle({
+        flusher: workers[0],
+        targets,
+        start,
+        tally,
+        sampler,
+        redis: outage.inspector,
+      });
 
       const failed = tally.select(({ outcome }) => outcome !== 'acknowledged');
       const slowestFailure = failed.reduce(
@@ -168,13 +165,7 @@ describe.each(CHAOS_DATABASES)('scenario 4: Redis unreachable, on %s', (database
         flushedAgainMs: flushedAgainMs.map((ms) => ms ?? 'none').join('/'),
         errors: [...tally.errors].map(([name, count]) => `${name}×${count}`).join(','),
       };
-      recordResult({
-        scenario: `4 Redis ${kind}`,
-        database: databaseName,
-        ...figures,
-        durationMs: Date.now() - began,
-        details: { ...details, injected: outage.injected },
-      });
+      run.record(`4 Redis ${kind}`, figures, { ...details, injected: outage.injected });
 
       // Failed fast, with the typed error, within the bound; a change sent and timed out is only "uncertain".
       expect(failed.length, 'increments failed during the outage').toBeGreaterThan(0);

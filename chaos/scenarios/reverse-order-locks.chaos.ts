@@ -8,16 +8,13 @@
 // Run on PostgreSQL (deadlock detection after deadlock_timeout, 1 s: the side that waited first is
 // rolled back, usually the flush) and on MariaDB (detection at once: InnoDB rolls back the lighter
 // transaction, usually the outside one) whatever CHAOS_DATABASES says.
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { DatabaseName } from '../../test/support/databases.js';
-import { Article } from '../../test/support/entities.js';
-import { testSeed } from '../../test/support/seeded-random.js';
-import { ChaosDeployment } from '../harness/chaos-deployment.js';
-import { recordResult } from '../harness/chaos-results.js';
+import { Article } from '../../test/fixtures/entities.js';
+import { useChaosScenario } from '../harness/chaos-scenario.js';
 import { insertArticleTargets, readTargets } from '../harness/counter-targets.js';
-import { flushUntilSettled, total } from '../harness/final-flush.js';
+import { total } from '../harness/final-flush.js';
 import { FlushLoops } from '../harness/flush-loops.js';
-import { checkInvariant } from '../harness/invariant.js';
 import { ReverseOrderLocker } from '../harness/reverse-order-locker.js';
 import { sleep } from '../harness/time.js';
 
@@ -31,17 +28,12 @@ const RUN_MS = 4_000;
 describe.each(DATABASES)(
   'scenario 8: an outside transaction locking the rows in reverse order, on %s',
   (databaseName) => {
-    let deployment: ChaosDeployment | undefined;
-    afterEach(async () => {
-      await deployment?.close();
-      deployment = undefined;
-    });
+    const scenario = useChaosScenario(databaseName);
 
     it('flushes never report a deadlock, and the database is exact', async () => {
-      const began = Date.now();
-      const seed = testSeed();
-      deployment = await ChaosDeployment.create(databaseName, 's8', { shards: SHARDS });
-      const { observer, redis, prefix } = deployment;
+      const run = await scenario.deploy('s8', { shards: SHARDS });
+      const { deployment, seed } = run;
+      const { observer } = deployment;
       const targets = await insertArticleTargets(observer, ROWS);
       const start = await readTargets(observer, targets);
       const ledgerBefore = await deployment.ledgerRows();
@@ -64,9 +56,7 @@ describe.each(DATABASES)(
       const contention = await locker.stop();
       const tally = await load.stop();
       const reports = await loops.stop();
-      const final = await flushUntilSettled(workers[0], redis, prefix);
-      await sampler.stop();
-      const figures = await checkInvariant({ dataSource: observer, targets, start, tally, sampler });
+      const { final, figures } = await run.settle({ flusher: workers[0], targets, start, tally, sampler });
       const ledgerRows = (await deployment.ledgerRows()) - ledgerBefore;
       // The flushing sessions end with their workers: PostgreSQL publishes their deadlock counts then.
       await Promise.all(workers.map((worker) => worker.destroy()));
@@ -93,13 +83,7 @@ describe.each(DATABASES)(
         batchesApplied: total(all, 'batches'),
         ledgerRows,
       };
-      recordResult({
-        scenario: '8 reverse-order outside transaction',
-        database: databaseName,
-        ...figures,
-        durationMs: Date.now() - began,
-        details,
-      });
+      run.record('8 reverse-order outside transaction', figures, details);
 
       expect(
         all.filter((report) => report.error).map((report) => `${report.error!.name}: ${report.error!.message}`),

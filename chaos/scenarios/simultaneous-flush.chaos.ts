@@ -4,14 +4,12 @@
 //
 // Each round every instance is told one start time a little ahead (`flush(at)`), so that the five
 // flushes start within a timer's precision of each other rather than an IPC round trip apart.
-import { afterEach, describe, expect, it } from 'vitest';
-import { testSeed } from '../../test/support/seeded-random.js';
+import { describe, expect, it } from 'vitest';
 import type { WireFlushReport } from '../worker/worker-protocol.js';
-import { ChaosDeployment, CHAOS_DATABASES } from '../harness/chaos-deployment.js';
-import { recordResult } from '../harness/chaos-results.js';
+import { CHAOS_DATABASES } from '../harness/chaos-deployment.js';
+import { useChaosScenario } from '../harness/chaos-scenario.js';
 import { insertArticleTargets, insertRemarkTargets, readTargets } from '../harness/counter-targets.js';
-import { flushUntilSettled, total } from '../harness/final-flush.js';
-import { checkInvariant } from '../harness/invariant.js';
+import { total } from '../harness/final-flush.js';
 import { sleep } from '../harness/time.js';
 
 const INSTANCES = 5;
@@ -21,17 +19,12 @@ const SHARDS = 16;
 const FIRE_AHEAD_MS = 25;
 
 describe.each(CHAOS_DATABASES)('scenario 7: five instances flushing at the same moment, on %s', (databaseName) => {
-  let deployment: ChaosDeployment | undefined;
-  afterEach(async () => {
-    await deployment?.close();
-    deployment = undefined;
-  });
+  const scenario = useChaosScenario(databaseName);
 
   it(`${ROUNDS} rounds: every batch applied once, shards flushed by several instances at once`, async () => {
-    const began = Date.now();
-    const seed = testSeed();
-    deployment = await ChaosDeployment.create(databaseName, 's7', { shards: SHARDS });
-    const { observer, redis, prefix } = deployment;
+    const run = await scenario.deploy('s7', { shards: SHARDS });
+    const { deployment, seed } = run;
+    const { observer, prefix } = deployment;
     const targets = [
       ...(await insertArticleTargets(observer, 150)),
       ...(await insertRemarkTargets(observer, 100, prefix)),
@@ -49,9 +42,7 @@ describe.each(CHAOS_DATABASES)('scenario 7: five instances flushing at the same 
       rounds.push(await Promise.all(workers.map((worker) => worker.flush(at))));
     }
     const tally = await load.stop();
-    const final = await flushUntilSettled(workers[0], redis, prefix);
-    await sampler.stop();
-    const figures = await checkInvariant({ dataSource: observer, targets, start, tally, sampler });
+    const { final, figures } = await run.settle({ flusher: workers[0], targets, start, tally, sampler });
 
     const reports = [...rounds.flat(), ...final];
     const applyingPerRound = rounds.map((round) => round.filter((report) => report.batches > 0).length);
@@ -74,13 +65,7 @@ describe.each(CHAOS_DATABASES)('scenario 7: five instances flushing at the same 
       busyShards: total(reports, 'busyShards'),
       slowestFlushMs: Math.round(Math.max(...reports.map((report) => report.durationMs))),
     };
-    recordResult({
-      scenario: '7 five simultaneous flushers',
-      database: databaseName,
-      ...figures,
-      durationMs: Date.now() - began,
-      details,
-    });
+    run.record('7 five simultaneous flushers', figures, details);
 
     expect(figures.wrong).toEqual([]);
     expect(figures).toMatchObject({ lost: 0, duplicated: 0, uncertain: 0, backwards: 0 });

@@ -6,7 +6,7 @@
 import 'reflect-metadata';
 import type { INestApplicationContext } from '@nestjs/common';
 import { CounterService, type FlushReport } from '../../lib/index.js';
-import { Article, Badge, Remark } from '../../test/support/entities.js';
+import { Article, Badge, Remark } from '../../test/fixtures/entities.js';
 import { FlushStepHooks } from './flush-step-hooks.js';
 import { createWorkerApp } from './worker-app.js';
 import {

@@ -6,7 +6,7 @@ import { ScheduleModule } from '@nestjs/schedule';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import type { DataSourceOptions } from 'typeorm';
 import { CounterLedgerEntry, CounterModule } from '../../lib/index.js';
-import { ENTITIES } from '../../test/support/entities.js';
+import { ENTITIES } from '../../test/fixtures/entities.js';
 import type { WorkerConfig } from './worker-protocol.js';
 
 @Module({})

@@ -5,7 +5,7 @@ import type { Cluster, Redis } from 'ioredis';
 import type { DataSourceOptions } from 'typeorm';
 import type { CounterModuleOptions, CounterRedisConnection, FlushReport } from '../../lib/index.js';
 
-/** The entities a worker counts, by name (the classes of test/support/entities.ts). */
+/** The entities a worker counts, by name (the classes of test/fixtures/entities.ts). */
 export type CountedEntityName = 'Article' | 'Remark' | 'Badge';
 
 /**

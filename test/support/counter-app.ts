@@ -4,7 +4,7 @@ import { Test } from '@nestjs/testing';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { DataSource, type DataSourceOptions } from 'typeorm';
 import { CounterLedgerEntry, CounterModule, CounterService, type CounterModuleOptions } from '../../lib/index.js';
-import { ENTITIES } from './entities.js';
+import { ENTITIES } from '../fixtures/entities.js';
 import type { AnyRedis } from './redis.js';
 import { counterRedisOption, type Topology } from './topologies.js';
 

@@ -1,6 +1,6 @@
 import { DataSource, type DataSourceOptions } from 'typeorm';
 import { CounterLedgerEntry } from '../../lib/index.js';
-import { ENTITIES } from './entities.js';
+import { ENTITIES } from '../fixtures/entities.js';
 import type { TestDatabase } from './databases.js';
 
 /**

@@ -1,0 +1,79 @@
+import { describe, expect, it } from 'vitest';
+import { COUNTER_DEFAULTS } from '../../../lib/counter.constants.js';
+import { CounterKeys } from '../../../lib/redis/counter.keys.js';
+import { useCounterSuite } from '../../support/counter-suite.js';
+import { Article } from '../../fixtures/entities.js';
+import { articleCounts, insertArticles } from '../../support/rows.js';
+
+// Performance contract: these tests pin the shape of an optimisation documented in docs/PERFORMANCE.md (the
+// pending hash kept as a hash table), not a guarantee, and change when that optimisation does. The
+// guarantees it must keep are proven by the specs in test/integration/.
+
+const WIDE = { '#wide': '-'.repeat(65) };
+
+// A shard's pending hash, where increments add their changes: the first change that makes one, and a
+// claim that leaves a new one, make Redis keep it as a hash table (a listpack, Redis's form for small
+// hashes, is searched field by field on every HINCRBY). Redis only, so one database is enough.
+describe('the pending hash of a shard', () => {
+  const suite = useCounterSuite('sqlite', 'pending');
+
+  it('is a hash table holding the changes since the last claim and a field that is none of them', async () => {
+    const { counters, dataSource } = suite.counter;
+    const [id] = await insertArticles(dataSource, [10]);
+    const keys = new CounterKeys(suite.prefix, COUNTER_DEFAULTS.shards);
+    const shard = keys.shard(dataSource.getMetadata(Article).tablePath, keys.shardOf(String(id)));
+    const change = `${id} like_count`;
+
+    // Before any claim of the shard: the first change made the hash, and the field with it.
+    await counters.increment(Article, id, 'like_count', 2);
+    expect(await suite.redis.hgetall(shard.pending)).toEqual({ [change]: '2', ...WIDE });
+    expect(await suite.redis.object('ENCODING', shard.pending)).toBe('hashtable');
+    await counters.increment(Article, id, 'like_count', 4);
+    expect(await suite.redis.hgetall(shard.pending)).toEqual({ [change]: '6', ...WIDE });
+
+    expect((await counters.flush()).error).toBeUndefined();
+    expect(await suite.redis.hgetall(shard.pending)).toEqual(WIDE);
+    expect(await suite.redis.object('ENCODING', shard.pending)).toBe('hashtable');
+
+    await counters.increment(Article, id, 'like_count', 3);
+    await counters.increment(Article, id, 'view_count', 1);
+    expect(await suite.redis.hgetall(shard.pending)).toEqual({ [change]: '3', [`${id} view_count`]: '1', ...WIDE });
+    expect(await suite.redis.object('ENCODING', shard.pending)).toBe('hashtable');
+
+    // The field goes into the next batch with the changes and is never written anywhere.
+    const report = await counters.flush();
+    expect([report.error, report.rows]).toEqual([undefined, 1]);
+    expect((await articleCounts(dataSource, [id])).get(id)).toEqual({ likes: 19, views: 1 });
+    expect((await counters.status()).pendingRows).toBe(0);
+  });
+
+  it('is a hash table when several changes sent together make it', async () => {
+    const { counters, dataSource } = suite.counter;
+    const ids = await insertArticles(
+      dataSource,
+      Array.from({ length: 300 }, () => 0),
+    );
+    const keys = new CounterKeys(suite.prefix, COUNTER_DEFAULTS.shards);
+    const table = dataSource.getMetadata(Article).tablePath;
+    // Two rows of one shard that no change has touched yet (ids of one run of 100 share a shard).
+    const [a, b] = ids.slice(-2);
+    const shard = keys.shard(table, keys.shardOf(String(a)));
+    expect(keys.shardOf(String(b))).toBe(shard.shard);
+    await counters.getMany(Article, [a, b]);
+    expect(await suite.redis.exists(shard.pending)).toBe(0);
+
+    // Requested in one turn of the event loop: one call of the script for several changes.
+    await Promise.all([
+      counters.increment(Article, a, 'like_count', 1),
+      counters.increment(Article, b, 'like_count', 2),
+      counters.increment(Article, a, 'view_count', 3),
+    ]);
+    expect(await suite.redis.hgetall(shard.pending)).toEqual({
+      [`${a} like_count`]: '1',
+      [`${b} like_count`]: '2',
+      [`${a} view_count`]: '3',
+      ...WIDE,
+    });
+    expect(await suite.redis.object('ENCODING', shard.pending)).toBe('hashtable');
+  });
+});
