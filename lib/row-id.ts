@@ -25,8 +25,9 @@ export function toRowId(entity: CountedEntity, id: unknown): RowId {
             ? id
             : undefined;
     if (text === undefined) throw new InvalidCounterIdError(MESSAGES.invalidId(entity.name, id, 'integers'));
-    const asNumber = Number(text);
-    return { text, sql: Number.isSafeInteger(asNumber) ? asNumber : text };
+    // A safe integer's own text and value are canonical: '-0' is row 0, as the database sees it.
+    const asNumber = Object.is(Number(text), -0) ? 0 : Number(text);
+    return Number.isSafeInteger(asNumber) ? { text: String(asNumber), sql: asNumber } : { text, sql: text };
   }
   if (
     (typeof id !== 'string' && typeof id !== 'number') ||
