@@ -130,6 +130,7 @@ export class CounterFlusher implements OnApplicationBootstrap {
     const lostData = this.lossDetector.before(work.keys);
     const claim = await this.store.claim(work.keys, {
       counters: work.entity.counterNames,
+      numericIds: work.entity.numericId,
       token: run.token,
       leaseMs: this.options.flushLeaseMs,
       batchId: randomUUID(),

@@ -1,6 +1,6 @@
 import type { CountedEntity } from '../counter.registry.js';
 import type { CounterKeys } from '../redis/counter.keys.js';
-import type { BatchRows } from '../redis/claimed-batch.reader.js';
+import type { BatchRows } from '../redis/claim/claimed-batch.reader.js';
 import type { DeltaBatch } from '../sql/counter.database.js';
 
 /** A claimed batch as the database takes it, and what its acknowledgement needs to name its rows in Redis. */
@@ -27,7 +27,7 @@ export function toDeltaBatch(
   const encodedIdOf = new Map<string, string>();
   const ids = claimed.encodedIds.map((encodedId) => {
     const id = idOf(keys, entity, encodedId);
-    if (String(id) !== encodedId) encodedIdOf.set(String(id), encodedId);
+    if (id !== encodedId && String(id) !== encodedId) encodedIdOf.set(String(id), String(encodedId));
     return id;
   });
   const { deltas } = claimed;
@@ -49,7 +49,8 @@ export function toDeltaBatch(
  * A row's id as the database takes it, from its encoded id: an integer key is kept in Redis as its
  * canonical text (see row-id.ts), bound as a number where it is a safe integer.
  */
-function idOf(keys: CounterKeys, entity: CountedEntity, encodedId: string): string | number {
+function idOf(keys: CounterKeys, entity: CountedEntity, encodedId: string | number): string | number {
+  if (typeof encodedId === 'number') return encodedId;
   if (!entity.numericId) return keys.decodeId(encodedId);
   const asNumber = Number(encodedId);
   return Number.isSafeInteger(asNumber) ? asNumber : encodedId;

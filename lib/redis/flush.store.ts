@@ -2,7 +2,8 @@ import { Logger } from '@nestjs/common';
 import { chunks } from '../collections.js';
 import { MAX_SHARDS_PER_STATUS_CALL } from '../counter.constants.js';
 import { MESSAGES } from '../counter.messages.js';
-import { readClaimedBatch, UnreadableDumpError, type ClaimedRows } from './claimed-batch.reader.js';
+import { readClaimedBatch, type ClaimedRows } from './claim/claimed-batch.reader.js';
+import { UnreadableDumpError } from './claim/dumped-hash.parser.js';
 import type { ShardKeys } from './counter.keys.js';
 import type { ScriptRunner } from './script.runner.js';
 
@@ -21,6 +22,8 @@ export interface ShardBacklog {
 export interface ClaimRequest {
   /** The counters to claim: the entity's. */
   counters: string[];
+  /** Whether the entity's ids are integers (read as numbers from the batch). */
+  numericIds: boolean;
   token: string;
   leaseMs: number;
   batchId: string;
@@ -111,7 +114,7 @@ export class FlushStore {
     if (kind === 'busy' || kind === 'empty') return { ...outcome, kind };
     const batchId = String(reply[3]);
     const payload = (reply[5] as Buffer | null | undefined) ?? null;
-    const claimed = batchId === '' ? NO_ROWS : await this.claimedRows(shard, payload, request.counters);
+    const claimed = batchId === '' ? NO_ROWS : await this.claimedRows(shard, payload, request);
     const moreRows = Number(String(reply[4]));
     return { ...outcome, kind: 'batch', recovered: kind === 'pending', batchId, moreRows, ...claimed };
   }
@@ -172,11 +175,15 @@ export class FlushStore {
    * A claimed batch's rows from its `DUMP`; from `HGETALL`, which costs more, where Redis refused the
    * `DUMP` (null: an ACL) or gave a payload this library does not read (logged once).
    */
-  private async claimedRows(shard: ShardKeys, payload: Buffer | null, counters: string[]): Promise<ClaimedRows> {
+  private async claimedRows(
+    shard: ShardKeys,
+    payload: Buffer | null,
+    { counters, numericIds }: ClaimRequest,
+  ): Promise<ClaimedRows> {
     let reason = MESSAGES.dumpRefused();
     if (payload) {
       try {
-        return readClaimedBatch({ payload }, counters);
+        return readClaimedBatch({ payload }, counters, numericIds);
       } catch (error) {
         if (!(error instanceof UnreadableDumpError)) throw error;
         reason = error.message;
@@ -187,6 +194,6 @@ export class FlushStore {
       this.logger.warn(MESSAGES.unreadableDump(reason));
     }
     const entries = await this.runner.callOnShard(shard, (target, done) => target.hgetall(shard.batch, done));
-    return readClaimedBatch({ entries: entries as Record<string, string> }, counters);
+    return readClaimedBatch({ entries: entries as Record<string, string> }, counters, numericIds);
   }
 }

@@ -56,6 +56,14 @@ export class IncrementBatcher {
       return;
     }
     const requests = queued.map(({ request }) => request);
+    // A lone change (the common case at low load) goes straight to the client, with no grouping.
+    if (requests.length === 1) {
+      (this.sendCall(runner.client, requests, [0]) as Promise<unknown>).then(
+        (reply) => settleChanges(queued, null, reply),
+        (error: Error) => settleChanges(queued, error, undefined),
+      );
+      return;
+    }
     const rowOf = (index: number) => requests[index].shard.row(requests[index].encodedId);
     const calls = runner
       .callsBySlot(requests)
@@ -96,7 +104,10 @@ function bound(value: number): Arg {
   return Math.abs(value) === MAX_SAFE_COUNT ? '' : value;
 }
 
-/** Settles the changes one script call carried, in order: from its reply (two values each), or all with its error. */
+/**
+ * Settles the changes one script call carried, in order: from its reply (two values each, or the new
+ * value alone of a call's one change, applied), or all with its error.
+ */
 function settleChanges(
   changes: Queued<IncrementRequest, IncrementOutcome>[],
   error: Error | null,
@@ -105,6 +116,10 @@ function settleChanges(
   if (error) {
     const refused = toStoreError(error);
     for (const { reject } of changes) reject(refused);
+    return;
+  }
+  if (!Array.isArray(reply)) {
+    changes[0].resolve({ kind: 'applied', value: Number(reply) });
     return;
   }
   const flat = reply as Array<number | string>;

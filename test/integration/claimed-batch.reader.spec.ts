@@ -1,7 +1,8 @@
 import { Logger } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { readClaimedBatch, readDumpedHash, UnreadableDumpError } from '../../lib/redis/claimed-batch.reader.js';
+import { readClaimedBatch } from '../../lib/redis/claim/claimed-batch.reader.js';
+import { readDumpedHash, textOf, UnreadableDumpError } from '../../lib/redis/claim/dumped-hash.parser.js';
 import { CounterKeys } from '../../lib/redis/counter.keys.js';
 import { FlushStore } from '../../lib/redis/flush.store.js';
 import { ScriptRunner } from '../../lib/redis/script.runner.js';
@@ -11,7 +12,7 @@ import { REDIS_URL, testRedis, uniquePrefix } from '../support/redis.js';
 /** The hash as the DUMP reader gives it, field by field, in the payload's order. */
 function readDump(payload: Buffer): Record<string, string> {
   const entries: Record<string, string> = {};
-  readDumpedHash(payload, (field, value) => (entries[field] = String(value)));
+  readDumpedHash(payload, (field, value) => (entries[textOf(field)] = textOf(value)));
   return entries;
 }
 
@@ -216,7 +217,7 @@ describe("a claimed batch's rows", () => {
 
   it('are the changes of its dump, without its own fields, zero deltas, and changes of unknown counters apart', async () => {
     await redis.hset(`${prefix}:batch`, batch);
-    const read = readClaimedBatch({ payload: await redis.dumpBuffer(`${prefix}:batch`) }, counters);
+    const read = readClaimedBatch({ payload: await redis.dumpBuffer(`${prefix}:batch`) }, counters, false);
     expect(byId(read)).toEqual(rowsById);
     expect(unknownOf(read)).toEqual(
       new Map([
@@ -225,9 +226,66 @@ describe("a claimed batch's rows", () => {
       ]),
     );
     // HGETALL's entries give the same rows.
-    const fromEntries = readClaimedBatch({ entries: await redis.hgetall(`${prefix}:batch`) }, counters);
+    const fromEntries = readClaimedBatch({ entries: await redis.hgetall(`${prefix}:batch`) }, counters, false);
     expect(byId(fromEntries)).toEqual(rowsById);
     expect(unknownOf(fromEntries)).toEqual(unknownOf(read));
+  });
+
+  it("hold an integer entity's ids as numbers where the text is a safe integer's own, as text otherwise", async () => {
+    const key = `${prefix}:numeric`;
+    const ids = ['0', '-0', '7', '-12', '007', '123456789012345', '1234567890123456', '-9007199254740993', '1e3', '7x'];
+    const fields = Object.fromEntries(ids.map((id, i) => [`${id} like_count`, String(i + 1)]));
+    await redis.hset(key, { ...fields, '#wide': '-'.repeat(65), '7 view_count': '40', '8': '9' });
+    const read = (hash: Parameters<typeof readClaimedBatch>[0]) => {
+      const { rows, unknown } = readClaimedBatch(hash, ['like_count', 'view_count'], true);
+      const byKey = new Map(rows.encodedIds.map((id, row) => [id, rows.deltas.slice(row * 2, row * 2 + 2)]));
+      return { byKey, unknown };
+    };
+    try {
+      const fromDump = read({ payload: await redis.dumpBuffer(key) });
+      // Compared as maps: the order of a hash's fields is Redis's.
+      expect(fromDump.byKey).toEqual(
+        new Map<string | number, number[]>([
+          [0, [1, 0]],
+          ['-0', [2, 0]],
+          [7, [3, 40]],
+          [-12, [4, 0]],
+          ['007', [5, 0]],
+          [123456789012345, [6, 0]],
+          ['1234567890123456', [7, 0]],
+          ['-9007199254740993', [8, 0]],
+          ['1e3', [9, 0]],
+          ['7x', [10, 0]],
+        ]),
+      );
+      expect(fromDump.unknown).toEqual(['8', '9']);
+      // HGETALL's entries give the same rows.
+      const fromEntries = read({ entries: await redis.hgetall(key) });
+      expect(fromEntries.byKey).toEqual(fromDump.byKey);
+      expect(fromEntries.unknown).toEqual(fromDump.unknown);
+    } finally {
+      await redis.del(key);
+    }
+  });
+
+  it('hold every row of a batch whose size is not known beforehand, ids far apart', async () => {
+    const key = `${prefix}:many`;
+    // 100 fields of a listpack: ids of 15 digits (the most read as numbers), negative ones, and ids alike
+    // in their low 32 bits.
+    const ids = Array.from({ length: 100 }, (_, i) =>
+      i % 3 === 0 ? -i : i % 3 === 1 ? i * 4_294_967_296 + 5 : 999_999_999_999_999 - i,
+    );
+    await redis.hset(key, Object.fromEntries(ids.map((id, i) => [`${id} like_count`, String(i + 1)])));
+    try {
+      expect(await redis.object('ENCODING', key)).toBe('listpack');
+      const expected = new Map(ids.map((id, i) => [id, i + 1]));
+      for (const hash of [{ payload: await redis.dumpBuffer(key) }, { entries: await redis.hgetall(key) }]) {
+        const { rows } = readClaimedBatch(hash, ['like_count'], true);
+        expect(new Map(rows.encodedIds.map((id, row) => [id, rows.deltas[row]]))).toEqual(expected);
+      }
+    } finally {
+      await redis.del(key);
+    }
   });
 
   it('are read with HGETALL, with one warning, when the ACL of the Redis user refuses DUMP', async () => {
@@ -245,7 +303,14 @@ describe("a claimed batch's rows", () => {
         await redis.hset(shard.pending, changes);
         await redis.zadd(shard.dirty, 1, '7', 2, '%C3%A9', 3, '12');
         await redis.set(shard.generation, '0');
-        const claim = await store.claim(shard, { counters, token: 'token', leaseMs: 10_000, batchId, limit: 1000 });
+        const claim = await store.claim(shard, {
+          counters,
+          numericIds: false,
+          token: 'token',
+          leaseMs: 10_000,
+          batchId,
+          limit: 1000,
+        });
         expect(claim).toMatchObject({ kind: 'batch', recovered: false, batchId, moreRows: 0 });
         if (claim.kind !== 'batch') throw new Error('no batch');
         expect(byId(claim)).toEqual(rowsById);

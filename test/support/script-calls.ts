@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { SentCommand } from './command-tap.js';
-import { readDumpedHash } from '../../lib/redis/claimed-batch.reader.js';
+import { readDumpedHash, textOf } from '../../lib/redis/claim/dumped-hash.parser.js';
 import { COUNTER_SCRIPTS } from '../../lib/redis/script-commands.js';
 
 /** The library's scripts by SHA: a script call goes out as `EVALSHA <sha>`, so the SHA names the script. */
@@ -26,7 +26,8 @@ export function claimedIds(reply: unknown): string[] {
   const ids = new Set<string>();
   // The batch's own fields start with '#', and a change that netted to zero has nothing for the database.
   readDumpedHash(reply[5], (field, value) => {
-    if (!field.startsWith('#') && Number(value) !== 0) ids.add(field.slice(0, field.indexOf(' ')));
+    const name = textOf(field);
+    if (!name.startsWith('#') && textOf(value) !== '0') ids.add(name.slice(0, name.indexOf(' ')));
   });
   return [...ids];
 }

@@ -10,7 +10,8 @@ ARGV[1] row TTL (seconds); then per row, in the order of KEYS: its encoded id, t
 changes, then n times (counter, delta, min, max); min and max are '' for the safe-integer limits.
 Returns two values per change, in order: {1, new value} when applied; {0, generation} when the row has
 no live value of the counter (nothing written: the caller loads the row and calls again); {2, current
-value} when the new value would leave [min, max] (nothing written).
+value} when the new value would leave [min, max] (nothing written). A call of one change, applied,
+returns the new value alone (a client reads an integer faster than an array).
 
 Where a change goes: the row's 'v:<counter>' holds the live value; the shard's pending hash holds, per
 '<encoded id> <counter>', the delta no flush has claimed yet. Invariant: every row with a pending
@@ -58,6 +59,13 @@ local function change_one(k, id, counter, text, min, max)
   if outside(current + delta, min, max) then return 2, exact(current) end
   if delta ~= 0 and add(k, id, field, counter, delta, text) then mark_dirty(k, id, 1) end
   return 1, exact(current + delta)
+end
+
+-- One change in the call, the common case at low load: no loop, no table.
+if #KEYS == 4 and ARGV[3] == '1' then
+  local kind, value = change_one(1, ARGV[2], ARGV[4], ARGV[5], ARGV[6], ARGV[7])
+  if kind == 1 then return value end
+  return { kind, value }
 end
 
 local out, at = {}, 2
