@@ -52,13 +52,16 @@ export class CounterStore {
     const calls = this.runner.rowCallsBySlot(requests);
     const replies = await this.runner.runPerCall(requests, calls, (target, indexes) => {
       const keys: string[] = [];
-      const args: Arg[] = [];
+      let lines = '';
+      let previous: readonly string[] = [];
       for (const index of indexes) {
         const { shard, encodedIds, counters } = requests[index];
-        keys.push(shard.generation, ...encodedIds.map((encodedId) => shard.row(encodedId)));
-        args.push(encodedIds.length, counters.join(' '));
+        keys.push(shard.generation);
+        for (const encodedId of encodedIds) keys.push(shard.row(encodedId));
+        lines += `${encodedIds.length}|${sameItems(counters, previous) ? '' : counters.join(' ')}\n`;
+        previous = counters;
       }
-      return target.nestjsCounterRead(keys.length, ...keys, ...args);
+      return target.nestjsCounterRead(keys.length, ...keys, lines);
     });
     const results: ShardRowsResult[] = new Array(requests.length);
     calls.forEach((indexes, call) => {
@@ -113,4 +116,8 @@ export class CounterStore {
     });
     return results;
   }
+}
+
+function sameItems(a: readonly string[], b: readonly string[]): boolean {
+  return a === b || (a.length === b.length && a.every((item, index) => item === b[index]));
 }
