@@ -1,31 +1,15 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { Tally } from '../fixtures/entities.js';
-import { startCounterApp, type CounterApp } from '../support/counter-app.js';
-import { createTestDatabase, DATABASES, type TestDatabase } from '../support/databases.js';
-import { deleteKeys, testRedis, uniquePrefix } from '../support/redis.js';
+import type { CounterApp } from '../support/counter-app.js';
+import { useCounterSuite } from '../support/counter-suite.js';
+import { DATABASES } from '../support/databases.js';
 
 // A nullable counter column may hold NULL: a read gives it as 0, and a flush adds to it as to 0, whether
 // the row was loaded into Redis before its change or by it.
 describe.each(DATABASES)('a nullable counter column on %s', (database) => {
-  const prefix = uniquePrefix('nullable');
-  const redis = testRedis();
-  let testDatabase: TestDatabase;
+  const suite = useCounterSuite(database, 'nullable', { shards: 2 }, 1, [Tally]);
   let counter: CounterApp;
-  beforeAll(async () => {
-    testDatabase = await createTestDatabase(database);
-    counter = await startCounterApp({
-      database: testDatabase.options,
-      keyPrefix: prefix,
-      entities: [Tally],
-      counter: { shards: 2 },
-    });
-  });
-  afterAll(async () => {
-    await counter.close();
-    await testDatabase.drop();
-    await deleteKeys(redis, prefix);
-    redis.disconnect();
-  });
+  beforeAll(() => void (counter = suite.counter));
 
   it('reads NULL as 0 and adds the delta to it as to 0, beside a NOT NULL counter', async () => {
     const repository = counter.dataSource.getRepository(Tally);

@@ -19,7 +19,8 @@ export interface CounterSuite {
 /**
  * `instances` apps (as separate app instances of one deployment) on a database and key prefix of their
  * own for the enclosing `describe`, torn down after it: apps closed, database dropped, keys deleted.
- * `target` is a database (on the single Redis) or a database and a Redis topology.
+ * `target` is a database (on the single Redis) or a database and a Redis topology; `entities` replace
+ * the usual ones.
  * Read the fields inside tests (they are set in beforeAll).
  */
 export function useCounterSuite(
@@ -27,6 +28,7 @@ export function useCounterSuite(
   label: string,
   counter?: CounterModuleOptions,
   instances = 1,
+  entities?: Array<new () => unknown>,
 ): CounterSuite {
   const { database: databaseName, topology }: SuiteTarget =
     typeof target === 'string' ? { database: target, topology: 'standalone' } : target;
@@ -44,6 +46,7 @@ export function useCounterSuite(
           synchronize: i === 0,
           topology,
           counter,
+          entities,
         }),
       );
     }

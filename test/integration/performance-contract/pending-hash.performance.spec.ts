@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { COUNTER_DEFAULTS } from '../../../lib/counter.constants.js';
 import { CounterKeys } from '../../../lib/redis/counter.keys.js';
 import { useCounterSuite } from '../../support/counter-suite.js';
 import { Article } from '../../fixtures/entities.js';
@@ -9,18 +8,19 @@ import { articleCounts, insertArticles } from '../../support/rows.js';
 // pending hash kept as a hash table), not a guarantee, and change when that optimisation does. The
 // guarantees it must keep are proven by the specs in test/integration/.
 
+const SHARDS = 8;
 const WIDE = { '#wide': '-'.repeat(65) };
 
 // A shard's pending hash, where increments add their changes: the first change that makes one, and a
 // claim that leaves a new one, make Redis keep it as a hash table (a listpack, Redis's form for small
 // hashes, is searched field by field on every HINCRBY). Redis only, so one database is enough.
 describe('the pending hash of a shard', () => {
-  const suite = useCounterSuite('sqlite', 'pending');
+  const suite = useCounterSuite('sqlite', 'pending', { shards: SHARDS });
 
   it('is a hash table holding the changes since the last claim and a field that is none of them', async () => {
     const { counters, dataSource } = suite.counter;
     const [id] = await insertArticles(dataSource, [10]);
-    const keys = new CounterKeys(suite.prefix, COUNTER_DEFAULTS.shards);
+    const keys = new CounterKeys(suite.prefix, SHARDS);
     const shard = keys.shard(dataSource.getMetadata(Article).tablePath, keys.shardOf(String(id)));
     const change = `${id} like_count`;
 
@@ -53,10 +53,11 @@ describe('the pending hash of a shard', () => {
       dataSource,
       Array.from({ length: 300 }, () => 0),
     );
-    const keys = new CounterKeys(suite.prefix, COUNTER_DEFAULTS.shards);
+    const keys = new CounterKeys(suite.prefix, SHARDS);
     const table = dataSource.getMetadata(Article).tablePath;
-    // Two rows of one shard that no change has touched yet (ids of one run of 100 share a shard).
-    const [a, b] = ids.slice(-2);
+    // Two rows of one shard that no change has touched yet.
+    const a = ids[0];
+    const b = ids.find((id) => id !== a && keys.shardOf(String(id)) === keys.shardOf(String(a)))!;
     const shard = keys.shard(table, keys.shardOf(String(a)));
     expect(keys.shardOf(String(b))).toBe(shard.shard);
     await counters.getMany(Article, [a, b]);
