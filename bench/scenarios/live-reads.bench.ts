@@ -63,7 +63,7 @@ interface Measured {
 
 const ids = (first: number, count: number) => Array.from({ length: count }, (_, i) => first + i);
 
-/** Ids between two rows of a spread page. */
+/** Ids between two rows of a spread page: each row in a run of 100 ids of its own (a shard takes runs of 100). */
 const STRIDE = 101;
 /**
  * Page `page` of rows spread over the table, as a listing sorted by anything but the id returns them:
@@ -72,7 +72,7 @@ const STRIDE = 101;
 const spreadPage = (page: number) => Array.from({ length: PAGE_SIZE }, (_, k) => 1 + page + STRIDE * k);
 /** Rows the spread pages take; the feed page's follow them. */
 const SPREAD_ROWS = PAGE_SIZE * STRIDE;
-/** A feed: the latest rows, one after another. */
+/** A feed: the latest rows, one after another (two runs of 100 ids). */
 const feedPage = () => ids(SPREAD_ROWS + 1, PAGE_SIZE);
 
 /** Runs `intercept` as Nest runs an interceptor around a handler that returns `page`. */
@@ -358,9 +358,9 @@ export const liveReads: BenchScenario = {
           'for the read and again for the seed on a cold page.',
         'Every overlaid value was checked against what Redis holds (the `v:` field per counter), read with a separate client.',
         `Pages hold unrelated rows, as a listing sorted by anything but the id returns them: ids ${STRIDE} apart (1, ` +
-          `${1 + STRIDE}, ${1 + 2 * STRIDE} …): each row's shard is a hash of its id, so the page touches as many shards ` +
-          'and slots as it would by chance. The targets are judged on it. The feed page (no target) holds 100 consecutive ' +
-          'ids, which hash to shards one by one as well.',
+          `${1 + STRIDE}, ${1 + 2 * STRIDE} …), each in a run of 100 ids of its own, so each row's shard is a matter of hashing ` +
+          'and the page touches as many shards and slots as it would by chance. The targets are judged on it. The feed page ' +
+          '(no target) holds 100 consecutive ids: a shard takes runs of 100 integer ids, so they touch two shards.',
         'Cold page (no target in the issue): rows Redis has never seen, a new page per call, so each call reads Redis, reads ' +
           'the database once and seeds Redis.',
         'Default module options (64 shards per entity) except the scheduled flush, which is off: it is not part of a read.',

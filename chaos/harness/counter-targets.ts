@@ -24,7 +24,8 @@ const COUNTED = {
 
 /**
  * Inserts `count` articles with assorted start values; returns both counters of each as targets. Their
- * ids are generated, unless `spreadOver` gives the key layout to spread them evenly over every shard of.
+ * ids follow each other (so they share a shard or two: a shard takes runs of 100 integer ids), unless
+ * `spreadOver` gives the key layout to spread them over every shard of.
  */
 export async function insertArticleTargets(
   dataSource: DataSource,

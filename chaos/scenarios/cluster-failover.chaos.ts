@@ -106,7 +106,8 @@ describe.each(CHAOS_DATABASES)('scenario 6: Redis Cluster failover under load, o
     const chaos = await scenario.deploy(label, CLUSTER_COUNTER);
     const { deployment, seed } = chaos;
     const { observer, prefix } = deployment;
-    // Rows over every shard, so over every master: the other masters must be seen serving on.
+    // Rows over every shard, so over every master: rows of consecutive ids would share one shard (a run
+    // of 100 ids), all on the victim, with nothing left to show the other masters serving on.
     const targets = await insertArticleTargets(observer, ROWS, new CounterKeys(prefix, SHARDS));
     const start = await readTargets(observer, targets);
     const ledgerBefore = await deployment.ledgerRows();

@@ -80,9 +80,9 @@ export class CounterFlusher implements OnApplicationBootstrap {
   }
 
   /**
-   * The shards with something for the database, from their backlog: changes waiting, a batch left
-   * behind, or a generation key missing (the claim makes it again, and reports the loss if the shard had
-   * been marked).
+   * The shards with something for the database, in a random order (each instance its own, so instances
+   * spread over shards), from their backlog: changes waiting, a batch left behind, or a generation key
+   * missing (the claim makes it again, and reports the loss if the shard had been marked).
    */
   private async findShardsWithWork(run: FlushRun): Promise<void> {
     const shards = this.allShards();

@@ -48,7 +48,7 @@ export class FlushRun {
 
   /** The shards with work, in a random order: each instance its own, so that instances spread over shards. */
   setShards(shards: ShardWork[]): void {
-    this.shardsLeft = shuffle(shards);
+    this.shardsLeft = randomOrderByEntity(shards);
     this.shardsWithWork = shards.length;
   }
 
@@ -96,6 +96,17 @@ export class FlushRun {
     this.report.durationMs = performance.now() - this.started;
     return this.report;
   }
+}
+
+/**
+ * The shards in a random order, but each entity's together, so that a transaction mostly holds batches
+ * of one table: its rows then go into the database in fewer, larger statements.
+ */
+function randomOrderByEntity(shards: ShardWork[]): ShardWork[] {
+  const entityKeys = shuffle([...new Set(shards.map((work) => work.entity.key))]);
+  const rank = new Map(entityKeys.map((key, at) => [key, at]));
+  // A stable sort: each entity's shards keep their random order.
+  return shuffle(shards).sort((a, b) => rank.get(a.entity.key)! - rank.get(b.entity.key)!);
 }
 
 function shuffle<T>(items: T[]): T[] {

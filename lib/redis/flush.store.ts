@@ -131,8 +131,8 @@ export class FlushStore {
     const keys = [shard.batch, shard.lease, shard.generation, shard.dirty, shard.pending];
     keys.push(...missingEncodedIds.map((encodedId) => shard.row(encodedId)));
     const args = [batchId, token, release ? '1' : '0', counters.length, ...counters, ...missingEncodedIds];
-    const reply = await this.runner.callOnShard(shard, (target) =>
-      target.nestjsCounterAck(keys.length, ...keys, ...args),
+    const reply = await this.runner.callOnShard(shard, (target, done) =>
+      target.nestjsCounterAck(keys.length, ...keys, ...args, done),
     );
     return Number(reply) === 1;
   }
@@ -146,8 +146,8 @@ export class FlushStore {
   async giveBack(shard: ShardKeys, batchId: string, token: string, unknownDeltas: string[]): Promise<boolean> {
     const keys = [shard.batch, shard.unknown, shard.lease];
     const reply = await this.runner.call(async () => {
-      const given = await this.runner.onShard(shard, (target) =>
-        target.nestjsCounterGiveBack(keys.length, ...keys, batchId, token, this.rowTtlSeconds, ...unknownDeltas),
+      const given = await this.runner.onShard(shard, (target, done) =>
+        target.nestjsCounterGiveBack(keys.length, ...keys, batchId, token, this.rowTtlSeconds, ...unknownDeltas, done),
       );
       if (Number(given) === 1) await this.runner.awaitReplicas(shard);
       return given;
@@ -156,15 +156,15 @@ export class FlushStore {
   }
 
   async release(shard: ShardKeys, token: string): Promise<void> {
-    await this.runner.callOnShard(shard, (target) => target.nestjsCounterRelease(1, shard.lease, token));
+    await this.runner.callOnShard(shard, (target, done) => target.nestjsCounterRelease(1, shard.lease, token, done));
   }
 
   /** The claim script's reply, once the replicas have it where a batch was claimed (see `claim`). */
   private async sendClaim(shard: ShardKeys, request: ClaimRequest): Promise<ClaimReply> {
     const keys = [shard.dirty, shard.batch, shard.lease, shard.generation, shard.pending, shard.unknown];
     const args = [request.token, request.leaseMs, request.batchId, request.limit, Date.now(), ...request.counters];
-    const reply = (await this.runner.onShard(shard, (target) =>
-      target.nestjsCounterClaimBuffer(keys.length, ...keys, ...args),
+    const reply = (await this.runner.onShard(shard, (target, done) =>
+      target.nestjsCounterClaimBuffer(keys.length, ...keys, ...args, done),
     )) as ClaimReply;
     const kind = String(reply[0]);
     if ((kind === 'claimed' || kind === 'pending') && String(reply[3]) !== '') await this.runner.awaitReplicas(shard);
@@ -193,7 +193,7 @@ export class FlushStore {
       this.unreadableDumpSeen = true;
       this.logger.warn(MESSAGES.unreadableDump(reason));
     }
-    const entries = await this.runner.callOnShard(shard, (target) => target.hgetall(shard.batch));
+    const entries = await this.runner.callOnShard(shard, (target, done) => target.hgetall(shard.batch, done));
     return readClaimedBatch({ entries: entries as Record<string, string> }, counters, numericIds);
   }
 }

@@ -27,16 +27,18 @@ export const COUNTER_SCRIPTS = {
 } as const;
 
 type ScriptName = keyof typeof COUNTER_SCRIPTS;
+/** A command's reply, handed over as it arrives (ioredis calls a command's last argument so). */
+export type ReplyCallback = (error: Error | null | undefined, reply?: unknown) => void;
 /** Each script as a command; `defineCommand` also makes the `…Buffer` form, whose strings come as Buffers. */
 type ScriptCommands<R> = {
-  [name in ScriptName | 'nestjsCounterClaimBuffer']: (...args: Arg[]) => R;
+  [name in ScriptName | 'nestjsCounterClaimBuffer']: (...args: Array<Arg | ReplyCallback>) => R;
 };
 export type ScriptClient = RedisClient & ScriptCommands<Promise<unknown>>;
 export interface ScriptPipeline extends ChainableCommander, ScriptCommands<ScriptPipeline> {}
 /** Where a call goes: the client itself (a lone call) or a pipeline; what both offer. */
 export type CallTarget = ScriptCommands<unknown> & {
   set(key: string, value: string, mode: 'NX'): unknown;
-  hgetall(key: string): unknown;
+  hgetall(key: string, done?: ReplyCallback): unknown;
 };
 
 /** The client with the scripts registered (once: a client the application shares may have them already). */

@@ -5,7 +5,13 @@ import { MAX_ROWS_PER_CALL } from '../counter.constants.js';
 import { groupBy } from '../collections.js';
 import type { ShardKeys } from './counter.keys.js';
 import { isCluster, type RedisClient } from './counter-redis.handle.js';
-import { withScripts, type CallTarget, type ScriptClient, type ScriptPipeline } from './script-commands.js';
+import {
+  withScripts,
+  type CallTarget,
+  type ReplyCallback,
+  type ScriptClient,
+  type ScriptPipeline,
+} from './script-commands.js';
 import { TurnBatcher, type Queued } from './turn.batcher.js';
 
 /**
@@ -20,10 +26,10 @@ const SENDABLE_STATES = new Set(['ready', 'wait']);
  */
 const TRANSIENT_REFUSAL = /^(MOVED|ASK|TRYAGAIN|CLUSTERDOWN|LOADING|MASTERDOWN|READONLY)\b/;
 
-/** A call on one shard's keys (see `ScriptRunner.onShard`), made on `target`. */
+/** A call on one shard's keys (see `ScriptRunner.onShard`): made on `target`, its reply handed to `done`. */
 interface ShardCall {
   shard: ShardKeys;
-  send(target: CallTarget): unknown;
+  send(target: CallTarget, done: ReplyCallback): unknown;
 }
 
 /**
@@ -193,12 +199,21 @@ export class ScriptRunner {
 
   private async sendShardCalls(queued: Queued<ShardCall, unknown>[]): Promise<void> {
     const requests = queued.map(({ request }) => request);
+    const settleCall =
+      (index: number): ReplyCallback =>
+      (error, reply) =>
+        error ? queued[index].reject(error) : queued[index].resolve(reply);
+    // On a single Redis each call is settled as its reply arrives, not with the round trip's last one, so a
+    // flush worker's transaction does not wait for another worker's claims sent alongside. A cluster
+    // pipeline sends again what a node redirects: there a call is settled from its results.
+    const early = isCluster(this.client) ? undefined : settleCall;
     const settled = await this.sendPerNode(
       requests,
       requests.map((_, index) => [index]),
-      (target, [index]) => requests[index].send(target),
+      (target, [index]) => requests[index].send(target, early?.(index) ?? ignoreReply),
     );
-    settled.forEach(([error, reply], index) => (error ? queued[index].reject(error) : queued[index].resolve(reply)));
+    // A call settled early stays so; this settles the rest (a pipeline that failed as a whole, a cluster's).
+    settled.forEach(([error, reply], index) => settleCall(index)(error, reply));
   }
 }
 
@@ -216,6 +231,9 @@ export function toStoreError(error: unknown): unknown {
   }
   return error;
 }
+
+/** A reply nobody waits for: the call is settled from the pipeline's results instead. */
+const ignoreReply: ReplyCallback = () => undefined;
 
 /** A command's error or reply, as a pipeline gives them. */
 function settle(reply: Promise<unknown>): Promise<[Error | null, unknown]> {

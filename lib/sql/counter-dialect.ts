@@ -94,13 +94,24 @@ export function fixedIntegerRange(type: string, unsigned: boolean): [number, num
   return SIGNED_RANGES[type];
 }
 
-/** Rows `from` to `to` (exclusive) as statement parameters, row after row: its id, then its deltas. */
-export function rowParams(rows: DeltaRows, from: number, to: number, width: number): unknown[] {
-  const params: unknown[] = [];
+/**
+ * Rows `from` to `to` (exclusive) as statement parameters, row after row: its id, then its deltas;
+ * `size` parameters in all, those past the rows null.
+ */
+export function rowParams(
+  rows: DeltaRows,
+  from: number,
+  to: number,
+  width: number,
+  size = (to - from) * (1 + width),
+): unknown[] {
+  const params: unknown[] = new Array(size);
+  let at = 0;
   for (let r = from; r < to; r++) {
-    params.push(rows.ids[r]);
-    for (let c = r * width; c < (r + 1) * width; c++) params.push(rows.deltas[c]);
+    params[at++] = rows.ids[r];
+    for (let c = r * width, end = c + width; c < end; c++) params[at++] = rows.deltas[c];
   }
+  while (at < size) params[at++] = null;
   return params;
 }
 

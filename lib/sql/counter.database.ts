@@ -87,16 +87,18 @@ export class CounterDatabase {
     return this.bounded('pruning the ledger', () => this.ledger.prune(retentionMs));
   }
 
-  /** Runs `run` once fewer than `transactionsAtOnce` transactions run; the others wait, first come first served. */
   private async inTurn<T>(run: () => Promise<T>): Promise<T> {
+    // A transaction that ends hands its place to the first one waiting on the next turn of the event
+    // loop, once the Redis calls queued meanwhile (its acknowledgements, the next claims) have been sent:
+    // with a driver that runs statements on this thread (better-sqlite3), Redis and the database then
+    // work side by side instead of taking turns (see docs/PERFORMANCE.md, "Flush pipeline").
     if (this.running < this.transactionsAtOnce) this.running++;
     else await new Promise<void>((resolve) => this.waiting.push(resolve));
     try {
       return await run();
     } finally {
-      // A transaction that ends hands its place to the first one waiting.
       const next = this.waiting.shift();
-      if (next) next();
+      if (next) setImmediate(next);
       else this.running--;
     }
   }

@@ -10,7 +10,12 @@ import {
 
 const DUPLICATE = new Set(['SQLITE_CONSTRAINT_PRIMARYKEY', 'SQLITE_CONSTRAINT_UNIQUE']);
 
-/** Rows of one UPDATE statement at most: a VALUES list longer than this takes SQLite longer to compile. */
+/**
+ * Rows of every UPDATE statement: a batch's last statement is padded to this many with rows that match
+ * no id (all NULL), so that a table's statements share one text, which better-sqlite3 compiles once
+ * (TypeORM's query runner keeps compiled statements by text): compiling a long VALUES list takes longer
+ * than running it (see docs/PERFORMANCE.md, "SQLite statements of one text").
+ */
 const STATEMENT_ROWS = 256;
 
 /**
@@ -44,18 +49,31 @@ export const sqliteDialect: CounterDialect = {
   isDeadlock: () => false,
 };
 
+/** Statement texts by table and columns, made once. */
+const statementTexts = new Map<string, string>();
+
 function joinedDeltas(target: DeltaTarget, rows: DeltaRows, from: number, to: number): Statement {
-  const tuple = `(${['?', ...target.columns.map(() => '?')].join(', ')})`;
-  // A VALUES table's columns are column1 (the id), column2 (the first delta) and so on.
-  const assignments = target.columns.map(
-    (column, index) =>
-      `${column} = ${currentValue(`${target.table}.${column}`, target.nullable[index])} + v.column${index + 2}`,
-  );
-  return {
-    sql:
+  const rowsPerStatement = sqliteDialect.maxRowsPerStatement(target.columns.length);
+  // A NULL id equals nothing, so a padding row updates no row (and `changes` counts real rows only).
+  const params = rowParams(rows, from, to, target.columns.length, rowsPerStatement * (1 + target.columns.length));
+  return { sql: statementText(target, rowsPerStatement), params };
+}
+
+function statementText(target: DeltaTarget, rows: number): string {
+  const key = `${target.table} ${target.idColumn} ${target.columns.join(' ')} ${target.nullable.join(' ')}`;
+  let sql = statementTexts.get(key);
+  if (sql === undefined) {
+    const tuple = `(${['?', ...target.columns.map(() => '?')].join(', ')})`;
+    // A VALUES table's columns are column1 (the id), column2 (the first delta) and so on.
+    const assignments = target.columns.map(
+      (column, index) =>
+        `${column} = ${currentValue(`${target.table}.${column}`, target.nullable[index])} + v.column${index + 2}`,
+    );
+    sql =
       `UPDATE ${target.table} SET ${assignments.join(', ')} ` +
-      `FROM (VALUES ${Array.from({ length: to - from }, () => tuple).join(', ')}) AS v ` +
-      `WHERE ${target.table}.${target.idColumn} = v.column1`,
-    params: rowParams(rows, from, to, target.columns.length),
-  };
+      `FROM (VALUES ${Array.from({ length: rows }, () => tuple).join(', ')}) AS v ` +
+      `WHERE ${target.table}.${target.idColumn} = v.column1`;
+    statementTexts.set(key, sql);
+  }
+  return sql;
 }

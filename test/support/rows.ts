@@ -3,8 +3,9 @@ import type { CounterKeys } from '../../lib/redis/counter.keys.js';
 import { Article, Remark } from '../fixtures/entities.js';
 
 /**
- * Inserts articles with the given like counts; returns their ids in order. Their ids are generated;
- * pass `ids` (from `spreadIds`) for rows that spread evenly over the shards.
+ * Inserts articles with the given like counts; returns their ids in order. Their ids are generated,
+ * one after another, so they share a shard or two (a shard takes runs of 100 integer ids); pass `ids`
+ * (from `spreadIds`) for rows that spread over the shards.
  */
 export async function insertArticles(
   dataSource: DataSource,
@@ -24,21 +25,22 @@ export async function insertArticles(
   return saved.map((article) => article.id);
 }
 
-/** Ids that `spreadIds` has not given yet: from id 100,000,000 on, beyond any generated id here. */
-let nextId = 100_000_000;
+/** Runs of 100 ids that `spreadIds` has not given yet: from id 100,000,000 on, beyond any generated id here. */
+let nextRun = 1_000_000;
 
 /**
- * `count` ids spread evenly over the shards of `keys`: every shard taken before any is taken twice.
- * Each call gives ids no other call gives.
+ * `count` ids that spread over the shards of `keys` as unrelated rows do: each in a run of 100 ids of
+ * its own, every shard taken before any is taken twice. Each call gives ids of runs no other call gives.
  */
 export function spreadIds(keys: CounterKeys, count: number): number[] {
   const perShard = Math.ceil(count / keys.shards);
   const byShard = Array.from({ length: keys.shards }, (): number[] => []);
-  for (let id = nextId; byShard.some((ids) => ids.length < perShard); id++) {
+  for (let run = nextRun; byShard.some((ids) => ids.length < perShard); run++) {
+    const id = run * 100 + 1;
     const ids = byShard[keys.shardOf(String(id))];
     if (ids.length < perShard) ids.push(id);
   }
-  nextId += 10_000_000;
+  nextRun += 100_000;
   return Array.from({ length: count }, (_, i) => byShard[i % keys.shards][Math.floor(i / keys.shards)]);
 }
 

@@ -3,8 +3,9 @@ import type { CountedEntity, CounterField } from '../../lib/counter.registry.js'
 import type { DeltaBatch } from '../../lib/sql/counter.database.js';
 import { mergeBatches } from '../../lib/sql/merge-batches.js';
 
-// A transaction writes its rows in id order, so that two flushers lock rows alike: integer ids by value,
-// others as text.
+// A transaction writes its rows in id order, so that two flushers lock rows alike. The merge sorts
+// integer ids as packed numbers: in 32 bits when they span little, in a double when they span more,
+// with a comparison for anything else.
 const like = { propertyName: 'likeCount' } as CounterField;
 const view = { propertyName: 'viewCount' } as CounterField;
 const entity = { key: 'article', counters: [like, view] } as unknown as CountedEntity;
@@ -20,10 +21,10 @@ function spreadIds(parity: number): number[] {
 
 describe('mergeBatches', () => {
   it.each([
-    ['ids close together', [5, 3, 1_000], [2, 999, 4]],
-    ['ids far apart, negative ones among them', [2 ** 32 - 1, -(2 ** 32 - 1), 7], [-1, 1_000_000_000, 0]],
+    ['ids close together (a 32-bit key)', [5, 3, 1_000], [2, 999, 4]],
+    ['ids far apart (a key in a double)', [2 ** 32 - 1, -(2 ** 32 - 1), 7], [-1, 1_000_000_000, 0]],
     ['ids beyond 2^32 and text (compared)', [2 ** 40, 'b', 3], ['a', -(2 ** 40), 12]],
-    ['1,400 ids close together, scrambled', spreadIds(0), spreadIds(1)],
+    ['1,400 ids close together, scrambled (a 32-bit key)', spreadIds(0), spreadIds(1)],
   ])('sorts %s and keeps each row its deltas and batch', (_, first, second) => {
     const merged = mergeBatches([
       batch(

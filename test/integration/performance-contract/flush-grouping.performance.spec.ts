@@ -2,6 +2,7 @@ import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { CounterLedgerEntry } from '../../../lib/index.js';
 import { FlushPipeline } from '../../../lib/flush/flush.pipeline.js';
 import { CounterKeys } from '../../../lib/redis/counter.keys.js';
+import { FlushStore } from '../../../lib/redis/flush.store.js';
 import { CounterDatabase, type DeltaBatch } from '../../../lib/sql/counter.database.js';
 import type { CounterApp } from '../../support/counter-app.js';
 import { useCounterSuite } from '../../support/counter-suite.js';
@@ -14,7 +15,8 @@ import { dirtyEveryShard, expectEveryShardWritten } from '../../support/every-sh
 
 const SHARDS = 4;
 
-// A flush gathers the batches of several shards into one transaction.
+// A flush gathers the batches of several shards into one transaction, and claims one entity's shards
+// one after another, so that a transaction mostly holds one table's rows.
 describe.each(DATABASES)('batches of several shards gathered in one transaction on %s', (database) => {
   const suite = useCounterSuite(database, 'group-shape', { shards: SHARDS });
   const { prefix } = suite;
@@ -44,6 +46,21 @@ describe.each(DATABASES)('batches of several shards gathered in one transaction 
     const written = apply.mock.calls.flatMap(([batches]) => batchShards(batches));
     expect(written.sort()).toEqual([...rows.shards].sort());
     expect(await ledgerRows()).toBe(ledgerBefore + 2 * SHARDS);
+    await expectEveryShardWritten(counter, rows);
+  });
+
+  it("claims one entity's shards one after another, so that a transaction mostly holds one table's rows", async () => {
+    const rows = await dirtyRows();
+    const claim = vi.spyOn(counter.app.get(FlushStore), 'claim');
+    const report = await counter.counters.flush();
+    expect(report.error).toBeUndefined();
+    expect(report).toMatchObject({ batches: 2 * SHARDS, rows: 20, failedShards: 0 });
+    // Every shard of both entities has rows, and holds fewer than a batch: one claim each.
+    const claimed = claim.mock.calls.map(([shard]) => shard.tag.split(':{')[1].split(':')[0]);
+    expect(claimed).toHaveLength(2 * SHARDS);
+    const entityRuns = claimed.filter((entity, at) => at === 0 || entity !== claimed[at - 1]);
+    expect(entityRuns).toHaveLength(2);
+    expect(new Set(entityRuns).size).toBe(2);
     await expectEveryShardWritten(counter, rows);
   });
 });

@@ -163,4 +163,40 @@ describe('round trips of a flush of one shard per transaction', () => {
     expect(claimTrips.slice(1).length).toBeGreaterThan(0);
     for (const names of claimTrips.slice(1)) expect(names).toContain('nestjsCounterAck');
   });
+
+  // One transaction at a time: the one waiting starts on the next turn of the event loop, after the
+  // calls queued by the worker whose transaction ended (its acks, its next claims) have been sent, so
+  // Redis runs them while it runs (with better-sqlite3 a transaction holds the thread until it ends).
+  it('sends the acks of a transaction before the next transaction starts', async () => {
+    const { counter, roundTrips } = suite;
+    const ids = await insertArticles(
+      counter.dataSource,
+      Array.from({ length: SHARDS }, () => 0),
+      0,
+      spreadIds(keys, SHARDS),
+    );
+    for (const id of ids) await counter.counters.increment(Article, id, 'like_count', 1);
+    const scripts = scriptsBySha();
+    const acksSent = () =>
+      roundTrips.trips
+        .flatMap((trip) =>
+          trip.commands.map(
+            (name, index) => name === 'evalsha' && scripts.get(trip.args[index][0]) === 'nestjsCounterAck',
+          ),
+        )
+        .filter(Boolean).length;
+    // Each transaction's first statement, as TypeORM tells the data source's logger of it.
+    const acksAtStart: number[] = [];
+    const logged = vi.spyOn(counter.dataSource.logger, 'logQuery').mockImplementation((sql: string) => {
+      if (/^(START|BEGIN) TRANSACTION/i.test(sql)) acksAtStart.push(acksSent());
+    });
+    roundTrips.reset();
+    try {
+      const report = await counter.counters.flush();
+      expect([report.error, report.batches]).toEqual([undefined, SHARDS]);
+    } finally {
+      logged.mockRestore();
+    }
+    expect(acksAtStart).toEqual([0, 1, 2, 3]);
+  });
 });

@@ -1,7 +1,8 @@
-import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { CounterApp } from '../../support/counter-app.js';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { startCounterApp, type CounterApp } from '../../support/counter-app.js';
 import { useCounterSuite } from '../../support/counter-suite.js';
-import { DATABASES, type DatabaseName } from '../../support/databases.js';
+import { createTestDatabase, DATABASES, type DatabaseName, type TestDatabase } from '../../support/databases.js';
+import { deleteKeys, testRedis, uniquePrefix } from '../../support/redis.js';
 import { Article, Tally } from '../../fixtures/entities.js';
 import { articleCounts, insertArticles } from '../../support/rows.js';
 
@@ -58,9 +59,25 @@ describe.each(DATABASES)('the batch UPDATE on %s', (database) => {
 // A nullable counter column may hold NULL, which the batch UPDATE adds to as if it were 0 (as a seed
 // reads it); only such a column pays for the COALESCE in the statement.
 describe.each(DATABASES)('a nullable counter column on %s', (database) => {
-  const suite = useCounterSuite(database, 'nullable', { shards: 2 }, 1, [Tally]);
+  const prefix = uniquePrefix('nullable');
+  const redis = testRedis();
+  let testDatabase: TestDatabase;
   let counter: CounterApp;
-  beforeAll(() => void (counter = suite.counter));
+  beforeAll(async () => {
+    testDatabase = await createTestDatabase(database);
+    counter = await startCounterApp({
+      database: testDatabase.options,
+      keyPrefix: prefix,
+      entities: [Tally],
+      counter: { shards: 2 },
+    });
+  });
+  afterAll(async () => {
+    await counter.close();
+    await testDatabase.drop();
+    await deleteKeys(redis, prefix);
+    redis.disconnect();
+  });
   afterEach(() => vi.restoreAllMocks());
 
   it('adds the delta to NULL as to 0, and leaves COALESCE out for a NOT NULL column', async () => {
@@ -90,5 +107,41 @@ describe.each(DATABASES)('a nullable counter column on %s', (database) => {
       expect(update.match(/COALESCE\(/g)).toHaveLength(1);
       expect(update).toMatch(/COALESCE\([^)]*maybe_count[^)]*, 0\)/);
     }
+  });
+});
+
+// better-sqlite3 compiles every statement text it has not seen, and TypeORM's query runner keeps the
+// compiled statements by text: every batch UPDATE of a table has the same 256 rows, the last one padded
+// with rows that match nothing, so that it is one text, compiled once.
+describe.runIf(DATABASES.includes('sqlite'))('the batch UPDATE on sqlite, batch after batch', () => {
+  const suite = useCounterSuite('sqlite', 'shapes-padded', { shards: 2 });
+  afterEach(() => vi.restoreAllMocks());
+
+  it('is one statement text per table, and changes only the batch rows', async () => {
+    const counter = suite.counter;
+    const sent = recordedStatements(counter);
+    const bystanders = await insertArticles(counter.dataSource, [5, 6]);
+    const ids = await insertArticles(
+      counter.dataSource,
+      Array.from({ length: 300 }, (_, i) => i),
+    );
+    for (const round of [1, 2, 3]) {
+      // 300 rows, then 1, then 300 again: statements of 256 rows, the last of each batch padded.
+      const changed = round === 2 ? ids.slice(0, 1) : ids;
+      await Promise.all(changed.map((id, i) => counter.counters.increment(Article, id, 'like_count', i + round)));
+      const report = await counter.counters.flush();
+      expect(report.error).toBeUndefined();
+      expect(report.rows).toBe(changed.length);
+    }
+    const counts = await articleCounts(counter.dataSource, [...ids, ...bystanders]);
+    expect(ids.map((id) => counts.get(id)!.likes)).toEqual(
+      ids.map((_, i) => i + (i + 1) + (i + 3) + (i === 0 ? 2 : 0)),
+    );
+    expect(bystanders.map((id) => counts.get(id)!.likes)).toEqual([5, 6]);
+    const updates = sent.filter((sql) => UPDATE_SHAPES.sqlite.test(sql));
+    // Two statements for each batch of 300 rows, one for the batch of 1.
+    expect(updates).toHaveLength(5);
+    expect(new Set(updates).size).toBe(1);
+    expect(updates[0].match(/\(\?, \?\)/g)).toHaveLength(256);
   });
 });
