@@ -321,7 +321,7 @@ export const flushThroughput: BenchScenario = {
         `\`CounterService.flush()\` with the default ${COUNTER_DEFAULTS.shards} shards per entity and the default batches of ` +
         `${DEFAULT_FLUSH_BATCH_SIZE.toLocaleString('en-US')} rows per transaction (${sqliteDialect.defaultFlushBatchSize.toLocaleString('en-US')} on SQLite; ` +
         'the backlog of every shard read first, in one status script call on a single Redis; then a claim script per shard with changes, ' +
-        'a worker per transaction the database runs at once, each claiming shards until it holds a transaction of rows; one transaction with the ledger inserts and one UPDATE per table for the batches of several shards; ' +
+        'two shards per worker and round trip per 1,000 rows of a transaction, at least three workers; one transaction with the ledger inserts and one UPDATE per table for the batches of several shards; ' +
         "an ack script per shard, a transaction's in one round trip), " +
         'called until `status().pendingRows` is 0, with every row dirty on its three counters in Redis.',
       baseline:
@@ -367,7 +367,7 @@ export const flushThroughput: BenchScenario = {
           "frees what they `UNLINK`) and V8's compiler threads, and on a machine of two cores they take turns with it.",
         `A shard's rows go in its own batches, so a flush makes at least one batch per dirty shard ` +
           `(${COUNTER_DEFAULTS.shards} × 3 entities here), whatever the batch size; a transaction gathers several.`,
-        'The library runs up to 4 batch transactions at once on PostgreSQL and MariaDB (the default `flushConcurrency`), 1 on SQLite; the baseline runs its ' +
+        'The library runs up to 4 batch transactions at once on PostgreSQL and MariaDB (the default `flushConcurrency`) (1 on SQLite, where two other workers claim in Redis meanwhile); the baseline runs its ' +
           'statements one at a time.',
       ],
     };

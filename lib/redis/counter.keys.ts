@@ -43,7 +43,7 @@ export class CounterKeys {
    * The shard of a row, stable across processes and releases: FNV-1a of the encoded id, where an integer
    * id counts by its run of 100 (its sign and every digit but the last two), so ids 1200-1299 share a
    * shard. Rows with close integer keys are stored close together in the table, so a flush transaction
-   * of such a run rewrites a few pages instead of one per row (see docs/PERFORMANCE.md, "Shards by runs").
+   * of such a run rewrites a few pages instead of one per row (docs/PERFORMANCE.md, "Shards by runs of 100 ids").
    */
   shardOf(encodedId: string): number {
     const end = INTEGER_TEXT.test(encodedId)

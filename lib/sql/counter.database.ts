@@ -91,7 +91,7 @@ export class CounterDatabase {
     // A transaction that ends hands its place to the first one waiting on the next turn of the event
     // loop, once the Redis calls queued meanwhile (its acknowledgements, the next claims) have been sent:
     // with a driver that runs statements on this thread (better-sqlite3), Redis and the database then
-    // work side by side instead of taking turns (see docs/PERFORMANCE.md, "Flush pipeline").
+    // work side by side instead of taking turns (see docs/PERFORMANCE.md, "Flush tunings").
     if (this.running < this.transactionsAtOnce) this.running++;
     else await new Promise<void>((resolve) => this.waiting.push(resolve));
     try {

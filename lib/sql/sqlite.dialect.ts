@@ -14,7 +14,7 @@ const DUPLICATE = new Set(['SQLITE_CONSTRAINT_PRIMARYKEY', 'SQLITE_CONSTRAINT_UN
  * Rows of every UPDATE statement: a batch's last statement is padded to this many with rows that match
  * no id (all NULL), so that a table's statements share one text, which better-sqlite3 compiles once
  * (TypeORM's query runner keeps compiled statements by text): compiling a long VALUES list takes longer
- * than running it (see docs/PERFORMANCE.md, "SQLite statements of one text").
+ * than running it (see docs/PERFORMANCE.md, "Flush tunings").
  */
 const STATEMENT_ROWS = 256;
 

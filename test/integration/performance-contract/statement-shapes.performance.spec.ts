@@ -1,10 +1,10 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { startCounterApp, type CounterApp } from '../../support/counter-app.js';
+import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import type { CounterApp } from '../../support/counter-app.js';
 import { useCounterSuite } from '../../support/counter-suite.js';
-import { createTestDatabase, DATABASES, type DatabaseName, type TestDatabase } from '../../support/databases.js';
-import { deleteKeys, testRedis, uniquePrefix } from '../../support/redis.js';
+import { DATABASES, type DatabaseName } from '../../support/databases.js';
 import { Article, Tally } from '../../fixtures/entities.js';
 import { articleCounts, insertArticles } from '../../support/rows.js';
+import { countOnNullableColumn } from '../../support/tallies.js';
 
 // Performance contract: these tests pin the shape of an optimisation documented in docs/PERFORMANCE.md
 // (each database's batch UPDATE), not a guarantee, and change when that optimisation does. The guarantees
@@ -59,48 +59,14 @@ describe.each(DATABASES)('the batch UPDATE on %s', (database) => {
 // A nullable counter column may hold NULL, which the batch UPDATE adds to as if it were 0 (as a seed
 // reads it); only such a column pays for the COALESCE in the statement.
 describe.each(DATABASES)('a nullable counter column on %s', (database) => {
-  const prefix = uniquePrefix('nullable');
-  const redis = testRedis();
-  let testDatabase: TestDatabase;
+  const suite = useCounterSuite(database, 'nullable-shape', { shards: 2 }, 1, [Tally]);
   let counter: CounterApp;
-  beforeAll(async () => {
-    testDatabase = await createTestDatabase(database);
-    counter = await startCounterApp({
-      database: testDatabase.options,
-      keyPrefix: prefix,
-      entities: [Tally],
-      counter: { shards: 2 },
-    });
-  });
-  afterAll(async () => {
-    await counter.close();
-    await testDatabase.drop();
-    await deleteKeys(redis, prefix);
-    redis.disconnect();
-  });
+  beforeAll(() => void (counter = suite.counter));
   afterEach(() => vi.restoreAllMocks());
 
   it('adds the delta to NULL as to 0, and leaves COALESCE out for a NOT NULL column', async () => {
-    const repository = counter.dataSource.getRepository(Tally);
-    const rows = await repository.save([{ maybeCount: null }, { maybeCount: 7 }, { maybeCount: null }]);
-    const ids = rows.map((row) => row.id);
-    // The first row changes before it is read (seeded from NULL), the third after a read of its NULL.
-    expect(await counter.counters.get(Tally, ids[2], 'maybe_count')).toBe(0);
     const sent = recordedStatements(counter);
-    for (const [i, id] of ids.entries()) {
-      await counter.counters.increment(Tally, id, 'maybe_count', i + 2);
-      await counter.counters.increment(Tally, id, 'sure_count', 10 * (i + 1));
-    }
-    const report = await counter.counters.flush();
-    expect(report.error).toBeUndefined();
-    expect(report.rows).toBe(3);
-
-    const stored = await repository.find({ order: { id: 'ASC' } });
-    expect(stored.map(({ maybeCount, sureCount }) => [maybeCount, sureCount])).toEqual([
-      [2, 10],
-      [10, 20],
-      [4, 30],
-    ]);
+    await countOnNullableColumn(counter);
     const updates = sent.filter((sql) => UPDATE_SHAPES[database].test(sql));
     expect(updates.length).toBeGreaterThanOrEqual(1);
     for (const update of updates) {
