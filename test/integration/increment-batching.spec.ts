@@ -3,7 +3,7 @@ import { MAX_CHANGES_PER_CALL } from '../../lib/counter.constants.js';
 import { CounterOutOfRangeError } from '../../lib/index.js';
 import { Article } from '../fixtures/entities.js';
 import type { CounterApp } from '../support/counter-app.js';
-import { useIncrementSuite } from '../support/increment-suite.js';
+import { mixedTurn, useIncrementSuite } from '../support/increment-suite.js';
 import { TOPOLOGIES } from '../support/topologies.js';
 
 // The increments requested in one turn of the event loop travel together, in few script calls (how many:
@@ -20,16 +20,7 @@ describe.each(TOPOLOGIES)('increments batched per turn of the event loop on %s',
     const [first, second] = await Promise.all([save(0, 10), save(3, 0)]);
     // Seeded first, so that this turn's changes all go out at once.
     await counter.counters.getMany(Article, [first.id, second.id]);
-    const outcomes = await Promise.allSettled([
-      counter.counters.decrement(Article, first.id, 'like_count'), // 0 - 1 < min 0: refused
-      counter.counters.increment(Article, first.id, 'like_count', 2),
-      counter.counters.increment(Article, second.id, 'view_count', 5),
-      counter.counters.decrement(Article, first.id, 'like_count'),
-      counter.counters.increment(Article, first.id, 'view_count', 4),
-      counter.counters.decrement(Article, second.id, 'like_count', 3),
-      counter.counters.decrement(Article, first.id, 'like_count', 5), // 1 - 5 < min 0: refused
-      counter.counters.increment(Article, first.id, 'like_count', 0),
-    ]);
+    const outcomes = await mixedTurn(counter, first, second);
     expect(
       outcomes.map((outcome) => (outcome.status === 'fulfilled' ? outcome.value : outcome.reason.constructor)),
     ).toEqual([CounterOutOfRangeError, 2, 5, 1, 14, 0, CounterOutOfRangeError, 1]);

@@ -91,3 +91,25 @@ export function useIncrementSuite(topology: Topology, label: string): IncrementS
     rowKeyOf: (id) => shardOf(id).row(String(id)),
   };
 }
+
+/**
+ * Eight changes to two seeded rows in one turn of the event loop, two of them refused by their bounds
+ * (`first` at 0 likes with `min: 0`): the mix the batching specs send.
+ */
+export function mixedTurn(
+  counter: CounterApp,
+  first: Article,
+  second: Article,
+): Promise<PromiseSettledResult<number>[]> {
+  const { counters } = counter;
+  return Promise.allSettled([
+    counters.decrement(Article, first.id, 'like_count'), // 0 - 1 < min 0: refused
+    counters.increment(Article, first.id, 'like_count', 2),
+    counters.increment(Article, second.id, 'view_count', 5),
+    counters.decrement(Article, first.id, 'like_count'),
+    counters.increment(Article, first.id, 'view_count', 4),
+    counters.decrement(Article, second.id, 'like_count', 3),
+    counters.decrement(Article, first.id, 'like_count', 5), // 1 - 5 < min 0: refused
+    counters.increment(Article, first.id, 'like_count', 0),
+  ]);
+}

@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { MAX_CHANGES_PER_CALL } from '../../../lib/counter.constants.js';
 import { Article } from '../../fixtures/entities.js';
 import type { CounterApp } from '../../support/counter-app.js';
-import { useIncrementSuite } from '../../support/increment-suite.js';
+import { mixedTurn, useIncrementSuite } from '../../support/increment-suite.js';
 import { TOPOLOGIES } from '../../support/topologies.js';
 
 // Performance contract: these tests pin the shape of an optimisation documented in docs/PERFORMANCE.md
@@ -22,16 +22,7 @@ describe.each(TOPOLOGIES)('increments batched per turn of the event loop on %s',
     // Seeded first, so that this turn's changes all go out at once.
     await counter.counters.getMany(Article, [first.id, second.id]);
     const from = suite.sentSoFar();
-    const outcomes = await Promise.allSettled([
-      counter.counters.decrement(Article, first.id, 'like_count'), // refused in the script
-      counter.counters.increment(Article, first.id, 'like_count', 2),
-      counter.counters.increment(Article, second.id, 'view_count', 5),
-      counter.counters.decrement(Article, first.id, 'like_count'),
-      counter.counters.increment(Article, first.id, 'view_count', 4),
-      counter.counters.decrement(Article, second.id, 'like_count', 3),
-      counter.counters.decrement(Article, first.id, 'like_count', 5), // refused in the script
-      counter.counters.increment(Article, first.id, 'like_count', 0),
-    ]);
+    const outcomes = await mixedTurn(counter, first, second);
     expect(outcomes.map((outcome) => outcome.status)).toEqual([
       'rejected',
       'fulfilled',
