@@ -57,8 +57,8 @@ const PACKED_IDS = 2 ** 32;
  * The places of `ids` in id order. Integer ids below 2^32 in magnitude (most keys) are sorted as one
  * number per row, (id - smallest id) × 2^b + place (b the bits of the largest place), by a typed array's
  * own numeric sort, in 32 bits where the ids span little enough and in a double otherwise (exact below
- * 2^53): a sort that calls back to compare costs more (see docs/PERFORMANCE.md, "Flush tunings, as
- * a set"). Other ids go through `compareIds`.
+ * 2^53): a sort that calls back to compare costs more (see docs/PERFORMANCE.md, "Flush
+ * tunings"). Other ids go through `compareIds`.
  */
 function sortedPlaces(ids: Array<string | number>): ArrayLike<number> {
   const count = ids.length;
