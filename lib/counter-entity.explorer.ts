@@ -1,14 +1,13 @@
 import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
 import type { DataSource, EntityMetadata } from 'typeorm';
-import type { ColumnMetadata } from 'typeorm/metadata/ColumnMetadata.js';
 import { COUNTER_DATA_SOURCE, MAX_SAFE_COUNT } from './counter.constants.js';
 import { MESSAGES } from './counter.messages.js';
-import { CounterRegistry, type CounterField } from './counter.registry.js';
+import { CounterRegistry, type ColumnMetadata, type CounterField } from './counter.registry.js';
 import { getCountedProperties } from './decorators/counted.decorator.js';
 import { InvalidCounterDefinitionError } from './exceptions/invalid-counter-definition.error.js';
 import { CounterConfigurationError } from './exceptions/counter-configuration.error.js';
 import type { EntityClass } from './interfaces/entity-class.interface.js';
-import type { CounterDialect } from './sql/counter-dialect.js';
+import { integerIdRange, type CounterDialect } from './sql/counter-dialect.js';
 import { CounterLedgerEntry } from './sql/counter-ledger.entity.js';
 import { CounterDatabase } from './sql/counter.database.js';
 
@@ -84,13 +83,15 @@ export class CounterEntityExplorer implements OnModuleInit {
     }
     const primary = metadata.primaryColumns[0];
     const primaryType = this.typeOf(primary);
+    const numericId = INTEGER_TYPES.has(primaryType);
     this.registry.register({
       target,
       name,
       key: metadata.tablePath,
       metadata,
       primary,
-      numericId: INTEGER_TYPES.has(primaryType),
+      numericId,
+      idRange: numericId ? integerIdRange(dialect, primaryType, primary.unsigned) : undefined,
       uuidId: primaryType === 'uuid' || primary.generationStrategy === 'uuid',
       counters,
       counterNames: counters.map((counter) => counter.name),

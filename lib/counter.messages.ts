@@ -16,6 +16,15 @@ export const MESSAGES = {
     `A counter can only change by a safe integer (between -(2^53-1) and 2^53-1); got ${String(delta)}.`,
   invalidId: (entity: string, id: unknown, expected: string) =>
     `${entity} ids must be ${expected}; got ${typeof id === 'string' ? `"${id}"` : String(id)}.`,
+  idOutOfRange: (entity: string, id: unknown, min: bigint, max: bigint) =>
+    `${entity} ids must be integers in [${min}, ${max}], the range of its primary column's type; got ` +
+    `${typeof id === 'string' ? `"${id}"` : String(id)}.`,
+  httpUnavailable: (status: number) =>
+    status === 503
+      ? 'Counters are unavailable for a moment (Redis or the database cannot be reached); retry later.'
+      : 'Internal server error',
+  idRefusedByDatabase: (entity: string, reason: string) =>
+    `The database refused the ${entity} ids asked for (${reason}): the ids do not fit its primary column.`,
   outOfRange: (entity: string, counter: string, current: number, delta: number, min: number, max: number) =>
     `${entity}.${counter} is ${current}; changing it by ${delta} would leave its allowed range [${min}, ${max}], ` +
     `so nothing was changed.`,

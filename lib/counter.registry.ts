@@ -1,10 +1,18 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityMetadata } from 'typeorm';
-import type { ColumnMetadata } from 'typeorm/metadata/ColumnMetadata.js';
 import { MESSAGES } from './counter.messages.js';
 import { UnknownCountedEntityError } from './exceptions/unknown-counted-entity.error.js';
 import { UnknownCounterError } from './exceptions/unknown-counter.error.js';
 import type { EntityClass } from './interfaces/entity-class.interface.js';
+
+/** TypeORM's column metadata, named from the package's root: a deep import would tie us to its file layout. */
+export type ColumnMetadata = EntityMetadata['columns'][number];
+
+/** The values an integer primary column can hold, both ends included. */
+export interface IdRange {
+  min: bigint;
+  max: bigint;
+}
 
 /** One counted column of an entity. */
 export interface CounterField {
@@ -26,6 +34,8 @@ export interface CountedEntity {
   primary: ColumnMetadata;
   /** Whether ids are integers (validated and sent as numbers) or strings. */
   numericId: boolean;
+  /** The ids the integer primary column can hold; an id outside is refused before any query. */
+  idRange?: IdRange;
   /** Whether string ids are UUIDs, which the database compares without regard to case. */
   uuidId: boolean;
   counters: CounterField[];

@@ -1,6 +1,11 @@
 export { CounterModule } from './counter.module.js';
 export { CounterService } from './counter.service.js';
 export { CounterInterceptor } from './interceptors/counter.interceptor.js';
+export {
+  COUNTER_RETRY_AFTER_SECONDS,
+  CounterExceptionFilter,
+  type CounterErrorResponseBody,
+} from './filters/counter-exception.filter.js';
 export { Counted } from './decorators/counted.decorator.js';
 export { LiveCounts } from './decorators/live-counts.decorator.js';
 export { CounterLedgerEntry } from './sql/counter-ledger.entity.js';

@@ -1,5 +1,5 @@
 import { MESSAGES } from './counter.messages.js';
-import type { CountedEntity } from './counter.registry.js';
+import type { CountedEntity, IdRange } from './counter.registry.js';
 import { InvalidCounterIdError } from './exceptions/invalid-counter-id.error.js';
 
 /** A row id as the module handles it: one canonical string for keys, one value for SQL. */
@@ -27,7 +27,12 @@ export function toRowId(entity: CountedEntity, id: unknown): RowId {
     if (text === undefined) throw new InvalidCounterIdError(MESSAGES.invalidId(entity.name, id, 'integers'));
     // A safe integer's own text and value are canonical: '-0' is row 0, as the database sees it.
     const asNumber = Object.is(Number(text), -0) ? 0 : Number(text);
-    return Number.isSafeInteger(asNumber) ? { text: String(asNumber), sql: asNumber } : { text, sql: text };
+    const safe = Number.isSafeInteger(asNumber);
+    // The database would refuse the query (PostgreSQL's 22003) or compare wrapped values: refuse it here.
+    if (entity.idRange && !inRange(entity.idRange, safe ? asNumber : BigInt(text))) {
+      throw new InvalidCounterIdError(MESSAGES.idOutOfRange(entity.name, id, entity.idRange.min, entity.idRange.max));
+    }
+    return safe ? { text: String(asNumber), sql: asNumber } : { text, sql: text };
   }
   if (
     (typeof id !== 'string' && typeof id !== 'number') ||
@@ -41,4 +46,9 @@ export function toRowId(entity: CountedEntity, id: unknown): RowId {
   }
   const text = entity.uuidId ? String(id).toLowerCase() : String(id);
   return { text, sql: text };
+}
+
+/** Numbers and bigints compare exactly with each other. */
+function inRange(range: IdRange, id: number | bigint): boolean {
+  return id >= range.min && id <= range.max;
 }

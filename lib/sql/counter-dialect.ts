@@ -1,3 +1,5 @@
+import type { IdRange } from '../counter.registry.js';
+
 /**
  * Rows of a batch, column by column: row r's id as bound in SQL is `ids[r]`, and its delta for column c
  * `deltas[r * width + c]`, width being the number of columns updated.
@@ -59,11 +61,20 @@ export interface CounterDialect {
   isTransient(error: unknown): boolean;
   /** A deadlock: the server rolled this transaction back to let another one go on. */
   isDeadlock(error: unknown): boolean;
+  /** The statement's values were at fault (a data exception), not the database's availability. */
+  isDataError(error: unknown): boolean;
 }
 
 interface DriverError {
   code?: string;
   errno?: number;
+  /** mysql2's SQLSTATE. */
+  sqlState?: string;
+}
+
+/** SQLSTATE class 22, data exception: a value out of range, of the wrong form, too long… */
+export function isDataException(sqlState: string | undefined): boolean {
+  return sqlState?.startsWith('22') ?? false;
 }
 
 export function driverErrorOf(error: unknown): DriverError {
@@ -92,6 +103,17 @@ const UNSIGNED_MAX: Record<string, number> = {
 export function fixedIntegerRange(type: string, unsigned: boolean): [number, number] | undefined {
   if (unsigned) return UNSIGNED_MAX[type] === undefined ? [0, Number.MAX_SAFE_INTEGER] : [0, UNSIGNED_MAX[type]];
   return SIGNED_RANGES[type];
+}
+
+const INT64 = { min: -(2n ** 63n), max: 2n ** 63n - 1n };
+const UINT64 = { min: 0n, max: 2n ** 64n - 1n };
+const BIGINT_TYPES = new Set(['bigint', 'int8']);
+
+/** The ids an integer primary column of `type` holds: its fixed range, or 64 bits (SQLite's integers). */
+export function integerIdRange(dialect: CounterDialect, type: string, unsigned: boolean): IdRange {
+  const fixed = BIGINT_TYPES.has(type) ? undefined : dialect.integerRange(type, unsigned);
+  if (fixed) return { min: BigInt(fixed[0]), max: BigInt(fixed[1]) };
+  return unsigned ? UINT64 : INT64;
 }
 
 /**

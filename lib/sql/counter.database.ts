@@ -4,6 +4,7 @@ import { COUNTER_DATA_SOURCE, COUNTER_OPTIONS, DEADLOCK_ATTEMPTS, TRANSACTION_AT
 import { MESSAGES } from '../counter.messages.js';
 import type { CountedEntity, CounterField } from '../counter.registry.js';
 import { CounterDatabaseUnavailableError } from '../exceptions/counter-database-unavailable.error.js';
+import { InvalidCounterIdError } from '../exceptions/invalid-counter-id.error.js';
 import { CounterError } from '../exceptions/counter.error.js';
 import type { ResolvedCounterOptions } from '../interfaces/counter-module-options.interface.js';
 import { quotedTablePath, type CounterDialect, type DeltaRows } from './counter-dialect.js';
@@ -62,8 +63,12 @@ export class CounterDatabase {
   /** Counter values of the rows that exist, by id as the database returns it. */
   readCounters(entity: CountedEntity, ids: Array<string | number>): Promise<Map<string, Record<string, unknown>>> {
     return this.bounded('reading counters', () => this.readCountersNow(entity, ids)).catch((error: Error) => {
-      // The caller asked for a counter: it gets a counter error, with the driver's as its cause.
+      // The caller asked for a counter: it gets a counter error, with the driver's as its cause. Values the
+      // database refused are the caller's to fix, not an outage to retry.
       if (error instanceof CounterError) throw error;
+      if (this.dialect.isDataError(error)) {
+        throw new InvalidCounterIdError(MESSAGES.idRefusedByDatabase(entity.name, error.message), { cause: error });
+      }
       throw new CounterDatabaseUnavailableError(MESSAGES.databaseFailed('reading counters', error.message), {
         cause: error,
       });

@@ -4,6 +4,7 @@ import {
   driverErrorOf,
   rowParams,
   fixedIntegerRange,
+  isDataException,
   type CounterDialect,
   type DeltaRows,
   type DeltaTarget,
@@ -40,6 +41,7 @@ export const mysqlDialect: CounterDialect = {
     return errno === ER_LOCK_DEADLOCK || errno === ER_LOCK_WAIT_TIMEOUT;
   },
   isDeadlock: (error) => driverErrorOf(error).errno === ER_LOCK_DEADLOCK,
+  isDataError: (error) => isDataException(driverErrorOf(error).sqlState),
 };
 
 /**

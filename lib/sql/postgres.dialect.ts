@@ -3,6 +3,7 @@ import {
   currentValue,
   driverErrorOf,
   fixedIntegerRange,
+  isDataException,
   type CounterDialect,
   type DeltaRows,
   type DeltaTarget,
@@ -56,4 +57,5 @@ export const postgresDialect: CounterDialect = {
   isDuplicateKey: (error) => driverErrorOf(error).code === UNIQUE_VIOLATION,
   isTransient: (error) => TRANSIENT.has(driverErrorOf(error).code ?? ''),
   isDeadlock: (error) => driverErrorOf(error).code === DEADLOCK_DETECTED,
+  isDataError: (error) => isDataException(driverErrorOf(error).code),
 };

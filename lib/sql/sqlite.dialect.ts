@@ -9,6 +9,8 @@ import {
 } from './counter-dialect.js';
 
 const DUPLICATE = new Set(['SQLITE_CONSTRAINT_PRIMARYKEY', 'SQLITE_CONSTRAINT_UNIQUE']);
+/** A value SQLite cannot take: of the wrong type for its column, or too big. */
+const SQLITE_DATA_ERRORS = new Set(['SQLITE_MISMATCH', 'SQLITE_TOOBIG']);
 
 /**
  * Rows of every UPDATE statement: a batch's last statement is padded to this many with rows that match
@@ -47,6 +49,7 @@ export const sqliteDialect: CounterDialect = {
   isTransient: (error) => String(driverErrorOf(error).code ?? '').startsWith('SQLITE_BUSY'),
   // One writer at a time: SQLite waits (busy) instead of deadlocking.
   isDeadlock: () => false,
+  isDataError: (error) => SQLITE_DATA_ERRORS.has(String(driverErrorOf(error).code)),
 };
 
 /** Statement texts by table and columns, made once. */

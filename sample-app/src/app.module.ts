@@ -3,9 +3,8 @@ import { ConfigModule, ConfigService } from '@nestjs/config';
 import { APP_FILTER } from '@nestjs/core';
 import { ScheduleModule } from '@nestjs/schedule';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { CounterModule } from 'nestjs-counter';
 import { CommentsModule } from './comments/comments.module.js';
-import { CounterErrorsFilter } from './common/counter-errors.filter.js';
+import { CounterExceptionFilter, CounterModule } from 'nestjs-counter';
 import { counterOptions } from './config/counter-options.factory.js';
 import { databaseOptions } from './config/database-options.factory.js';
 import { DemoModule } from './demo/demo.module.js';
@@ -28,6 +27,6 @@ import { SolutionsModule } from './solutions/solutions.module.js';
     HealthModule,
   ],
   controllers: [IndexController],
-  providers: [{ provide: APP_FILTER, useClass: CounterErrorsFilter }],
+  providers: [{ provide: APP_FILTER, useClass: CounterExceptionFilter }],
 })
 export class AppModule {}

@@ -153,6 +153,19 @@ describe.each(TARGETS)('bad input on %s, %s', (databaseName, topology) => {
     ]);
   });
 
+  it("refuses an id outside its primary column's type before any query", async () => {
+    // Article's id is an int: 32 bits on PostgreSQL and MariaDB; SQLite's integers are 64 bits.
+    const ids =
+      databaseName === 'sqlite' ? ['9223372036854775808', '-9223372036854775809'] : [2_147_483_648, -2_147_483_649];
+    for (const id of ids) {
+      const fragments = [`got ${typeof id === 'string' ? `"${id}"` : id}`, "the range of its primary column's type"];
+      await expectRefused(() => counters.increment(Article, id, 'like_count'), InvalidCounterIdError, fragments);
+      await expectRefused(() => counters.decrement(Article, id, 'like_count'), InvalidCounterIdError, fragments);
+      await expectRefused(() => counters.get(Article, id, 'like_count'), InvalidCounterIdError, fragments);
+      await expectRefused(() => counters.getMany(Article, [1, id]), InvalidCounterIdError, fragments);
+    }
+  });
+
   it.each(BAD_DELTAS.map((delta) => [String(delta), delta]))(
     'refuses the delta %s on increment and decrement, on a seeded and an unseeded row',
     async (text, delta) => {

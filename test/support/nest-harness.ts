@@ -14,6 +14,7 @@ export interface HarnessAppOptions {
   /** The application's other modules (the counter module among them), after `TypeOrmModule`. */
   imports?: NonNullable<ModuleMetadata['imports']>;
   controllers?: NonNullable<ModuleMetadata['controllers']>;
+  providers?: NonNullable<ModuleMetadata['providers']>;
 }
 
 /**
@@ -48,6 +49,7 @@ export class NestHarness {
           ...(options.imports ?? []),
         ],
         controllers: options.controllers ?? [],
+        providers: options.providers ?? [],
       }).compile();
       app = moduleRef.createNestApplication({ logger: false });
       this.apps.add(app);
