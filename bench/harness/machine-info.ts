@@ -4,12 +4,12 @@ import pg from 'pg';
 import { Redis } from 'ioredis';
 import { DataSource } from 'typeorm';
 import type { BenchRun } from './bench-results.js';
-import { REDIS_URL } from './redis-targets.js';
+import { REDIS_URL, RESP2 } from './redis-targets.js';
 import { MARIADB_CONNECTION, POSTGRES_CONNECTION } from './databases.js';
 
 /** What the figures were measured on: they are only comparable within one run, on one machine. */
 export async function machineInfo(): Promise<BenchRun['machine']> {
-  const redis = new Redis(REDIS_URL, { protocol: 2 });
+  const redis = new Redis(REDIS_URL, RESP2);
   const info = await redis.info('server').finally(() => redis.disconnect());
   const postgres = new pg.Client(POSTGRES_CONNECTION);
   await postgres.connect();

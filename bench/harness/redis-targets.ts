@@ -1,6 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { Cluster, Redis } from 'ioredis';
 import type { CounterRedisConnection } from '../../lib/index.js';
+import { RESP2 } from '../../test/support/redis.js';
+
+export { RESP2 };
 
 export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
@@ -16,9 +19,7 @@ export function redisOption(topology: Topology): CounterRedisConnection {
 
 /** A client of the benchmark's own, to inspect or clean up keys. */
 export function inspectionClient(topology: Topology): Redis | Cluster {
-  return topology === 'cluster'
-    ? new Cluster(CLUSTER_NODES, { redisOptions: { protocol: 2 } })
-    : new Redis(REDIS_URL, { protocol: 2 });
+  return topology === 'cluster' ? new Cluster(CLUSTER_NODES, { redisOptions: RESP2 }) : new Redis(REDIS_URL, RESP2);
 }
 
 /** A key prefix of this run alone. */

@@ -17,7 +17,7 @@ import {
   verifyTotals,
   type EntityWorkload,
 } from '../harness/flush-workload.js';
-import { benchPrefix, deleteKeys, REDIS_URL } from '../harness/redis-targets.js';
+import { benchPrefix, deleteKeys, REDIS_URL, RESP2 } from '../harness/redis-targets.js';
 import { commandCount } from '../harness/redis-command-cost.js';
 import { redisProcessCpu } from '../harness/redis-process-cpu.js';
 import { entityKeyRenamer, restoreKeys, snapshotKeys, type RedisSnapshot } from '../harness/redis-snapshot.js';
@@ -306,7 +306,7 @@ export const flushThroughput: BenchScenario = {
     const state: DirtyState = {
       prefix: benchPrefix('flush'),
       workloads: flushWorkload(context.quick ? 10_000 : 100_000),
-      inspector: new Redis(REDIS_URL, { protocol: 2 }),
+      inspector: new Redis(REDIS_URL, RESP2),
     };
     const rows: BenchRow[] = [];
     try {

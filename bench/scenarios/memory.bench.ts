@@ -8,7 +8,7 @@ import { giveCountersValues, insertRows, loadIntoRedis, startBenchApp, type Benc
 import { BenchPost, COUNTER_NAMES } from '../../test/fixtures/entities.js';
 import type { BenchRow, TargetCheck } from '../harness/bench-results.js';
 import { withDatabase } from '../harness/databases.js';
-import { deleteKeys, REDIS_URL } from '../harness/redis-targets.js';
+import { deleteKeys, REDIS_URL, RESP2 } from '../harness/redis-targets.js';
 
 /** The target for a row that is only cached (no change waiting). */
 const CLEAN_TARGET_BYTES = 150;
@@ -193,7 +193,7 @@ async function positionalFieldBytes(redis: Redis, layout: Layout, rows: number):
 
 async function measure(context: BenchContext) {
   const rows = context.quick ? 10_000 : 100_000;
-  const redis = new Redis(REDIS_URL, { protocol: 2 });
+  const redis = new Redis(REDIS_URL, RESP2);
   try {
     const prefix = await unusedPrefixOfDefaultLength(redis);
     return await withDatabase('sqlite', async (database) => {

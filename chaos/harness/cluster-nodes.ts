@@ -6,6 +6,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
+import { RESP2 } from '../../test/support/redis.js';
 import { CLUSTER_NODES } from '../../test/support/topologies.js';
 import { sleep } from './time.js';
 
@@ -31,7 +32,7 @@ async function onNode<T>(port: number, use: (node: Redis) => Promise<T>, timeout
     maxRetriesPerRequest: 0,
     enableOfflineQueue: false,
     retryStrategy: () => null,
-    protocol: 2,
+    ...RESP2,
   });
   node.on('error', () => undefined);
   try {

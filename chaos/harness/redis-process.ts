@@ -4,6 +4,7 @@
 // new server on the same port and directory.
 import { Redis } from 'ioredis';
 import { PrivateRedis } from '../../test/support/private-redis.js';
+import { RESP2 } from '../../test/support/redis.js';
 import type { ChaosDeployment } from './chaos-deployment.js';
 import { sleep } from './time.js';
 
@@ -17,7 +18,7 @@ export async function privateRedisFor(
 ): Promise<{ server: PrivateRedis; inspector: Redis }> {
   const server = await PrivateRedis.start(args);
   deployment.onClose(() => server.stop());
-  const inspector = new Redis(server.url, { protocol: 2, maxRetriesPerRequest: 1 });
+  const inspector = new Redis(server.url, { ...RESP2, maxRetriesPerRequest: 1 });
   // While the server is down the client reconnects; its errors are expected, not worth a log line each.
   inspector.on('error', () => undefined);
   deployment.onClose(() => inspector.disconnect());
@@ -26,7 +27,7 @@ export async function privateRedisFor(
 
 /** The pid of the server behind `url`, from `INFO server`. */
 export async function redisServerPid(url: string): Promise<number> {
-  const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, protocol: 2 });
+  const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, ...RESP2 });
   try {
     await client.connect();
     const info = await client.info('server');

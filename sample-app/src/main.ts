@@ -15,7 +15,7 @@ if (redisFailure) {
 try {
   const app = await NestFactory.create(AppModule, { abortOnError: false });
   // SIGTERM/SIGINT close the app: the counter module stops its timer and runs one last flush first.
-  app.enableShutdownHooks(['SIGTERM', 'SIGINT'], { useProcessExit: true });
+  app.enableShutdownHooks(['SIGTERM', 'SIGINT']);
   const port = Number(app.get(ConfigService).get<string>('PORT') || DEFAULT_PORT);
   await app.listen(port);
   Logger.log(`Online judge listening on http://localhost:${port}`, 'Main');

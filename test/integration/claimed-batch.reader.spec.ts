@@ -7,7 +7,7 @@ import { CounterKeys } from '../../lib/redis/counter.keys.js';
 import { FlushStore } from '../../lib/redis/flush.store.js';
 import { ScriptRunner } from '../../lib/redis/script.runner.js';
 import { PrivateRedis } from '../support/private-redis.js';
-import { REDIS_URL, testRedis, uniquePrefix } from '../support/redis.js';
+import { REDIS_URL, RESP2, testRedis, uniquePrefix } from '../support/redis.js';
 
 /** The hash as the DUMP reader gives it, field by field, in the payload's order. */
 function readDump(payload: Buffer): Record<string, string> {
@@ -292,7 +292,7 @@ describe("a claimed batch's rows", () => {
     const warn = vi.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
     const user = `${prefix}-user`;
     await redis.acl('SETUSER', user, 'on', 'nopass', '+@all', '-dump', `~${prefix}*`);
-    const client = new Redis(REDIS_URL, { protocol: 2, username: user, password: 'x' });
+    const client = new Redis(REDIS_URL, { ...RESP2, username: user, password: 'x' });
     const shard = new CounterKeys(prefix, 1).shard('t', 0);
     try {
       await client.ping();

@@ -24,7 +24,7 @@ import {
   VarcharCounter,
 } from '../fixtures/invalid-entities.js';
 import { NestHarness, type HarnessAppOptions } from '../support/nest-harness.js';
-import { deleteKeys, REDIS_URL, scanKeys, testRedis, uniquePrefix } from '../support/redis.js';
+import { deleteKeys, REDIS_URL, RESP2, scanKeys, testRedis, uniquePrefix } from '../support/redis.js';
 
 const SHARDS = 8;
 const COUNTED = [...ENTITIES, CounterLedgerEntry];
@@ -70,7 +70,7 @@ describe.each(DATABASES)('module wiring on %s', (databaseName) => {
     return prefix;
   };
   const newClient = () => {
-    const client = new Redis(REDIS_URL, { protocol: 2 });
+    const client = new Redis(REDIS_URL, RESP2);
     clients.push(client);
     return client;
   };

@@ -5,7 +5,7 @@ import { startCounterApp, type CounterApp } from '../support/counter-app.js';
 import { createTestDatabase, DATABASES, type TestDatabase } from '../support/databases.js';
 import { Article } from '../fixtures/entities.js';
 import { PrivateRedis } from '../support/private-redis.js';
-import { uniquePrefix } from '../support/redis.js';
+import { RESP2, uniquePrefix } from '../support/redis.js';
 import { articleCounts, insertArticles } from '../support/rows.js';
 
 // G1's limit: losing Redis data loses at most the deltas not yet flushed, and never moves a database
@@ -18,7 +18,7 @@ describe.each(DATABASES)('Redis data loss on %s', (databaseName) => {
 
   beforeAll(async () => {
     server = await PrivateRedis.start();
-    redis = new Redis(server.url, { protocol: 2 });
+    redis = new Redis(server.url, RESP2);
     database = await createTestDatabase(databaseName);
     app = await startCounterApp({
       database: database.options,

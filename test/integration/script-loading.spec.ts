@@ -6,7 +6,7 @@ import { createTestDatabase, type TestDatabase } from '../support/databases.js';
 import { Article } from '../fixtures/entities.js';
 import { PrivateRedis } from '../support/private-redis.js';
 import { RedisTraffic } from '../support/redis-traffic.js';
-import { uniquePrefix } from '../support/redis.js';
+import { RESP2, uniquePrefix } from '../support/redis.js';
 import { articleCounts, insertArticles } from '../support/rows.js';
 
 /** The names of the commands `traffic` has seen, lower case. */
@@ -25,8 +25,8 @@ describe('script loading', () => {
 
   beforeAll(async () => {
     server = await PrivateRedis.start();
-    client = new Redis(server.url, { protocol: 2 });
-    observer = new Redis(server.url, { protocol: 2 });
+    client = new Redis(server.url, RESP2);
+    observer = new Redis(server.url, RESP2);
     database = await createTestDatabase('sqlite');
     counter = await startCounterApp({ database: database.options, keyPrefix: prefix, redis: client });
   });

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import calculateSlot from 'cluster-key-slot';
-import { Cluster, Redis } from 'ioredis';
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { groupBy } from '../../lib/collections.js';
 
 export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -11,8 +11,14 @@ export type AnyRedis = Redis | Cluster;
 /** A key prefix no other test uses, so tests can run in any order and in parallel. */
 export const uniquePrefix = (label: string) => `t-${label}-${randomBytes(4).toString('hex')}`;
 
+/**
+ * The tests' own clients speak RESP2, as ioredis 5 always does (6 defaults to RESP3), so their replies
+ * read the same on every supported stack. ioredis 5's types have no `protocol`: hence the cast.
+ */
+export const RESP2 = { protocol: 2 } as RedisOptions;
+
 export function testRedis(): Redis {
-  return new Redis(REDIS_URL, { protocol: 2 });
+  return new Redis(REDIS_URL, RESP2);
 }
 
 export function isCluster(redis: AnyRedis): redis is Cluster {

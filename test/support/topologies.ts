@@ -1,7 +1,7 @@
 import { Cluster, Redis, type ClusterOptions } from 'ioredis';
 import type { CounterRedisConnection } from '../../lib/index.js';
 import { DATABASES, type DatabaseName } from './databases.js';
-import { REDIS_URL, testRedis } from './redis.js';
+import { REDIS_URL, RESP2, testRedis } from './redis.js';
 
 /** The Redis deployments the suite runs against: one server, or a Redis Cluster (DESIGN.md, G5). */
 export type Topology = 'standalone' | 'cluster';
@@ -46,7 +46,7 @@ export function counterRedisOption(topology: Topology): CounterRedisConnection {
 const FAIL_FAST_CLUSTER: ClusterOptions = {
   enableOfflineQueue: false,
   retryDelayOnFailover: 0,
-  redisOptions: { protocol: 2, autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 0 },
+  redisOptions: { ...RESP2, autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 0 },
 };
 
 /**
@@ -54,12 +54,12 @@ const FAIL_FAST_CLUSTER: ClusterOptions = {
  * cut the module's traffic. RESP2, like `testRedis()`, so replies read the same on both topologies.
  */
 export function moduleClient(topology: Topology): Redis | Cluster {
-  return topology === 'cluster' ? new Cluster(CLUSTER_NODES, FAIL_FAST_CLUSTER) : new Redis(REDIS_URL, { protocol: 2 });
+  return topology === 'cluster' ? new Cluster(CLUSTER_NODES, FAIL_FAST_CLUSTER) : new Redis(REDIS_URL, RESP2);
 }
 
 /** A client of the test's own for inspecting keys (any node of a cluster answers for any key). */
 export function inspectionClient(topology: Topology): Redis | Cluster {
-  return topology === 'cluster' ? new Cluster(CLUSTER_NODES, { redisOptions: { protocol: 2 } }) : testRedis();
+  return topology === 'cluster' ? new Cluster(CLUSTER_NODES, { redisOptions: RESP2 }) : testRedis();
 }
 
 /** A client that can never connect: standalone on a closed port, or a cluster whose nodes are all down. */
