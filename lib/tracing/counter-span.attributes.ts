@@ -22,10 +22,10 @@ export function flushAttributes(report: FlushReport): CounterSpanAttributes {
   };
 }
 
-/** A batch transaction's batches: one entry per batch in `counter.shard` and `counter.batch_id`. */
+/** A batch transaction's entities (sorted), and one entry per batch in `counter.shard` and `counter.batch_id`. */
 export function transactionAttributes(batches: DeltaBatch[]): CounterSpanAttributes {
   return {
-    'counter.entity': [...new Set(batches.map((batch) => batch.entity.name))],
+    'counter.entity': [...new Set(batches.map((batch) => batch.entity.name))].sort(),
     'counter.shard': batches.map((batch) => batch.shard),
     'counter.batch_id': batches.map((batch) => batch.batchId),
     'counter.rows': batches.reduce((rows, batch) => rows + batch.rows.ids.length, 0),
