@@ -62,7 +62,7 @@ export function resolveHealthOptions(options: CounterHealthOptions = {}): Requir
   for (const name of ['degradedAfterMs', 'downAfterFailedFlushes'] as const) {
     const value = resolved[name];
     if (!Number.isSafeInteger(value) || value <= 0) {
-      throw new CounterConfigurationError(MESSAGES.badOption(`health ${name}`, value, 'a positive integer'));
+      throw new CounterConfigurationError(MESSAGES.badHealthOption(name, value, 'a positive integer'));
     }
   }
   return resolved;

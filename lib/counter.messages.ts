@@ -106,6 +106,8 @@ export const MESSAGES = {
   badCron: (expression: string, reason: string) =>
     `CounterModule option "flushCron" must be a cron expression (e.g. "*/5 * * * * *"); "${expression}" is ` +
     `not one (${reason}).`,
+  badHealthOption: (name: string, value: unknown, expected: string) =>
+    `CounterHealthIndicator.isHealthy() option "${name}" must be ${expected}; got ${String(value)}.`,
   healthRedisDown: () => `Redis is unreachable: counter changes fail and reads come from the database.`,
   healthFlushesFailing: (failures: number) =>
     `The last ${failures} counter flush(es) failed: changes pile up in Redis instead of reaching the database.`,
