@@ -76,7 +76,7 @@ export class PrometheusInstruments implements CounterInstruments {
       return new Histogram({ name, help, buckets: FLUSH_BUCKETS, registers });
     });
     this.dataLosses = this.metric('redis_data_losses_total', (name, registers) => {
-      const help = 'Losses of counter data in Redis this instance detected (README, "Redis data loss").';
+      const help = 'Losses of counter data in Redis this instance detected (rows reload from the database).';
       return new Counter({ name, help, registers });
     });
     this.dumpFallbacks = this.metric('dump_fallbacks_total', (name, registers) => {
