@@ -48,7 +48,6 @@ describe('the flush on a cron expression', () => {
         likes = (await articleCounts(app.dataSource, [id])).get(id)!.likes;
       }
       expect(likes).toBe(7);
-      expect((await app.counters.status()).lastSuccessfulFlushAt).toBeInstanceOf(Date);
     } finally {
       await app.close();
     }
