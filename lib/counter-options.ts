@@ -1,7 +1,12 @@
-import { COUNTER_DEFAULTS } from './counter.constants.js';
+import { COUNTER_DEFAULTS, DEFAULT_METRICS_PREFIX, HEALTH_DEFAULTS } from './counter.constants.js';
 import { MESSAGES } from './counter.messages.js';
 import { CounterConfigurationError } from './exceptions/counter-configuration.error.js';
-import type { CounterModuleOptions, ResolvedCounterOptions } from './interfaces/counter-module-options.interface.js';
+import type {
+  CounterModuleOptions,
+  ResolvedCounterOptions,
+  ResolvedMetricsOptions,
+} from './interfaces/counter-module-options.interface.js';
+import type { CounterHealthOptions } from './interfaces/counter-health-options.interface.js';
 
 const POSITIVE_INTEGERS = [
   'shards',
@@ -17,10 +22,18 @@ const POSITIVE_INTEGERS = [
   'databaseTimeoutMs',
 ] as const;
 
+/** A Prometheus metric name's characters (the prefix starts every name). */
+const METRIC_PREFIX = /^([a-zA-Z_:][a-zA-Z0-9_:]*)?$/;
+
 /** Applies the defaults once and refuses options that cannot work. */
 export function resolveCounterOptions(options: CounterModuleOptions = {}): ResolvedCounterOptions {
   const defined = Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined));
-  const resolved = { ...COUNTER_DEFAULTS, ...defined } as ResolvedCounterOptions;
+  const resolved = {
+    ...COUNTER_DEFAULTS,
+    ...defined,
+    flushCron: resolveFlushCron(options),
+    metrics: resolveMetrics(options.metrics),
+  } as ResolvedCounterOptions;
   for (const name of POSITIVE_INTEGERS) {
     const value = resolved[name];
     // Left out, flushBatchSize is the database's default.
@@ -37,5 +50,48 @@ export function resolveCounterOptions(options: CounterModuleOptions = {}): Resol
       MESSAGES.badOption('keyPrefix', resolved.keyPrefix, 'a non-empty string without "{" or "}"'),
     );
   }
+  if (typeof resolved.tracing !== 'boolean') {
+    throw new CounterConfigurationError(MESSAGES.badOption('tracing', resolved.tracing, 'true or false'));
+  }
   return resolved;
+}
+
+/** The options of `CounterHealthIndicator.isHealthy()`, defaults applied; refuses those that cannot work. */
+export function resolveHealthOptions(options: CounterHealthOptions = {}): Required<CounterHealthOptions> {
+  const resolved = { ...HEALTH_DEFAULTS, ...options };
+  for (const name of ['degradedAfterMs', 'downAfterFailedFlushes'] as const) {
+    const value = resolved[name];
+    if (!Number.isSafeInteger(value) || value <= 0) {
+      throw new CounterConfigurationError(MESSAGES.badHealthOption(name, value, 'a positive integer'));
+    }
+  }
+  return resolved;
+}
+
+/** The cron expression, when given instead of an interval (checked as cron syntax when the job is made). */
+function resolveFlushCron({ flushCron, flushIntervalMs }: CounterModuleOptions): string | undefined {
+  if (flushCron === undefined) return undefined;
+  if (typeof flushCron !== 'string' || flushCron.trim() === '') {
+    throw new CounterConfigurationError(MESSAGES.badOption('flushCron', flushCron, 'a cron expression'));
+  }
+  if (flushIntervalMs !== undefined) throw new CounterConfigurationError(MESSAGES.intervalAndCron());
+  return flushCron;
+}
+
+function resolveMetrics(metrics: CounterModuleOptions['metrics']): ResolvedMetricsOptions | undefined {
+  if (metrics === undefined || metrics === false) return undefined;
+  if (metrics === true) return { registry: undefined, prefix: DEFAULT_METRICS_PREFIX };
+  if (typeof metrics !== 'object' || metrics === null) {
+    throw new CounterConfigurationError(MESSAGES.badOption('metrics', metrics, 'true, false or { registry, prefix }'));
+  }
+  const { registry, prefix = DEFAULT_METRICS_PREFIX } = metrics;
+  if (typeof prefix !== 'string' || !METRIC_PREFIX.test(prefix)) {
+    throw new CounterConfigurationError(
+      MESSAGES.badOption('metrics.prefix', prefix, 'letters, digits, "_" and ":", not starting with a digit'),
+    );
+  }
+  if (registry !== undefined && typeof (registry as { getSingleMetric?: unknown }).getSingleMetric !== 'function') {
+    throw new CounterConfigurationError(MESSAGES.badOption('metrics.registry', registry, 'a prom-client Registry'));
+  }
+  return { registry, prefix };
 }

@@ -4,6 +4,12 @@ export const COUNTED_METADATA = 'counter:counted';
 /** Internal token of the options after defaults were merged. */
 export const COUNTER_OPTIONS = 'counter:options';
 
+/** Internal token of the metrics sink (`CounterInstruments`): a no-op unless `metrics` is on. */
+export const COUNTER_INSTRUMENTS = 'counter:instruments';
+
+/** Internal token of the tracer (`CounterTracer`): a no-op unless `tracing` is on. */
+export const COUNTER_TRACER = 'counter:tracer';
+
 /** Prefix of the job names the module registers in `SchedulerRegistry`. */
 export const COUNTER_FLUSH_JOB_PREFIX = 'counter:flush';
 
@@ -25,6 +31,17 @@ export const COUNTER_DEFAULTS = {
   ledgerRetentionMs: 7 * 24 * 3_600_000,
   redisCommandTimeoutMs: 1_000,
   databaseTimeoutMs: 10_000,
+  metrics: false,
+  tracing: false,
+} as const;
+
+/** Prefix of the metric names where `metrics.prefix` is not set. */
+export const DEFAULT_METRICS_PREFIX = 'nestjs_counter_';
+
+/** Defaults of `CounterHealthIndicator.isHealthy()`'s options. */
+export const HEALTH_DEFAULTS = {
+  degradedAfterMs: 60_000,
+  downAfterFailedFlushes: 3,
 } as const;
 
 /**

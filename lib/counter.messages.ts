@@ -106,5 +106,24 @@ export const MESSAGES = {
     `instead, which costs the application more CPU per row.`,
   dumpRefused: () => `Redis refused DUMP in the claim script: allow DUMP to the module's Redis user (ACL)`,
   overlayFailed: () => `Could not read live counters from Redis; the response carries the database values.`,
+  missingPeer: (name: string, usedBy: string) =>
+    `${usedBy} needs the package ${name}, which is not installed: install it (npm install ${name}), or do ` +
+    `without the feature.`,
+  intervalAndCron: () =>
+    `CounterModule options "flushIntervalMs" and "flushCron" were both given; the flush runs on one schedule: ` +
+    `keep one of them.`,
+  badCron: (expression: string, reason: string) =>
+    `CounterModule option "flushCron" must be a cron expression (e.g. "*/5 * * * * *"); "${expression}" is ` +
+    `not one (${reason}).`,
+  badHealthOption: (name: string, value: unknown, expected: string) =>
+    `CounterHealthIndicator.isHealthy() option "${name}" must be ${expected}; got ${String(value)}.`,
+  healthRedisDown: () => `Redis is unreachable: counter changes fail and reads come from the database.`,
+  healthFlushesFailing: (failures: number) =>
+    `The last ${failures} counter flush(es) failed: changes pile up in Redis instead of reaching the database.`,
+  healthFlushFailed: (failures: number) =>
+    `The last ${failures} counter flush(es) failed; the next one is retried after a backoff.`,
+  healthBacklogOld: (ageMs: number, thresholdMs: number) =>
+    `The oldest counter change not yet in the database is ${ageMs} ms old, more than ${thresholdMs} ms.`,
+  healthStatusFailed: (reason: string) => `Could not read the counters' status (${reason}).`,
   ledgerPruneFailed: (reason: string) => `Pruning the counter ledger failed (${reason}); a later flush tries again.`,
 };

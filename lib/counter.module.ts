@@ -1,5 +1,5 @@
-import { Module, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
-import { COUNTER_OPTIONS } from './counter.constants.js';
+import { Inject, Module, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { COUNTER_INSTRUMENTS, COUNTER_OPTIONS, COUNTER_TRACER } from './counter.constants.js';
 import { CounterEntityExplorer } from './counter-entity.explorer.js';
 import { ConfigurableModuleClass, COUNTER_MODULE_OPTIONS } from './counter.module-definition.js';
 import { resolveCounterOptions } from './counter-options.js';
@@ -9,14 +9,19 @@ import { CounterService } from './counter.service.js';
 import { CounterFlushScheduler } from './flush/counter-flush.scheduler.js';
 import { CounterFlusher } from './flush/counter.flusher.js';
 import { FlushRecord } from './flush/flush.record.js';
+import { CounterHealthIndicator } from './health/counter.health-indicator.js';
 import { CounterInterceptor } from './interceptors/counter.interceptor.js';
 import type { ResolvedCounterOptions } from './interfaces/counter-module-options.interface.js';
+import { NO_OP_INSTRUMENTS, type CounterInstruments } from './metrics/counter.instruments.js';
+import { PrometheusInstruments } from './metrics/prometheus.instruments.js';
 import { CounterKeys } from './redis/counter.keys.js';
 import { CounterRedisHandle } from './redis/counter-redis.handle.js';
 import { CounterStore } from './redis/counter.store.js';
 import { FlushStore } from './redis/flush.store.js';
 import { ScriptRunner } from './redis/script.runner.js';
 import { CounterDatabase } from './sql/counter.database.js';
+import { NO_OP_TRACER } from './tracing/counter.tracer.js';
+import { OpenTelemetryTracer } from './tracing/opentelemetry.tracer.js';
 
 /**
  * Exact Redis counters for TypeORM entities. Import with `CounterModule.forRoot(options)` or
@@ -25,6 +30,17 @@ import { CounterDatabase } from './sql/counter.database.js';
 @Module({
   providers: [
     { provide: COUNTER_OPTIONS, useFactory: resolveCounterOptions, inject: [COUNTER_MODULE_OPTIONS] },
+    {
+      provide: COUNTER_INSTRUMENTS,
+      useFactory: (options: ResolvedCounterOptions) =>
+        options.metrics ? PrometheusInstruments.create(options.metrics) : NO_OP_INSTRUMENTS,
+      inject: [COUNTER_OPTIONS],
+    },
+    {
+      provide: COUNTER_TRACER,
+      useFactory: (options: ResolvedCounterOptions) => (options.tracing ? OpenTelemetryTracer.create() : NO_OP_TRACER),
+      inject: [COUNTER_OPTIONS],
+    },
     {
       provide: CounterRedisHandle,
       useFactory: (options: ResolvedCounterOptions) =>
@@ -46,9 +62,9 @@ import { CounterDatabase } from './sql/counter.database.js';
     },
     {
       provide: FlushStore,
-      useFactory: (runner: ScriptRunner, options: ResolvedCounterOptions) =>
-        new FlushStore(runner, options.cleanRowTtlSeconds),
-      inject: [ScriptRunner, COUNTER_OPTIONS],
+      useFactory: (runner: ScriptRunner, options: ResolvedCounterOptions, instruments: CounterInstruments) =>
+        new FlushStore(runner, options.cleanRowTtlSeconds, instruments),
+      inject: [ScriptRunner, COUNTER_OPTIONS, COUNTER_INSTRUMENTS],
     },
     {
       provide: CounterKeys,
@@ -65,20 +81,31 @@ import { CounterDatabase } from './sql/counter.database.js';
     CounterFlushScheduler,
     CounterService,
     CounterInterceptor,
+    CounterHealthIndicator,
   ],
-  exports: [CounterService, CounterInterceptor],
+  exports: [CounterService, CounterInterceptor, CounterHealthIndicator],
 })
 export class CounterModule extends ConfigurableModuleClass implements OnModuleInit, OnApplicationShutdown {
-  constructor(private readonly redis: CounterRedisHandle) {
+  private stopObservingBacklog?: () => void;
+
+  constructor(
+    private readonly redis: CounterRedisHandle,
+    private readonly counters: CounterService,
+    @Inject(COUNTER_INSTRUMENTS) private readonly instruments: CounterInstruments,
+    @Inject(COUNTER_OPTIONS) private readonly options: ResolvedCounterOptions,
+  ) {
     super();
   }
 
   async onModuleInit(): Promise<void> {
     await this.redis.waitUntilReady();
+    // The backlog gauges read status() at scrape time, while the module runs.
+    this.stopObservingBacklog = this.instruments.observeBacklog(this.options.keyPrefix, () => this.counters.status());
   }
 
   /** Closes the Redis client only if the module created it. */
   async onApplicationShutdown(): Promise<void> {
+    this.stopObservingBacklog?.();
     await this.redis.close();
   }
 }

@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { COUNTER_OPTIONS, SEED_ATTEMPTS } from './counter.constants.js';
+import { COUNTER_OPTIONS, COUNTER_TRACER, SEED_ATTEMPTS } from './counter.constants.js';
 import { MESSAGES } from './counter.messages.js';
 import { groupBy } from './collections.js';
 import type { RowId } from './row-id.js';
@@ -11,6 +11,8 @@ import type { ResolvedCounterOptions } from './interfaces/counter-module-options
 import { CounterKeys, type ShardKeys } from './redis/counter.keys.js';
 import { CounterStore } from './redis/counter.store.js';
 import { CounterDatabase } from './sql/counter.database.js';
+import { loadAttributes, SPAN } from './tracing/counter-span.attributes.js';
+import type { CounterTracer } from './tracing/counter.tracer.js';
 
 /** Live values of one row: one number per counter of its entity, in declaration order. */
 export type RowValues = number[];
@@ -42,6 +44,7 @@ export class CounterReader {
     private readonly keys: CounterKeys,
     private readonly database: CounterDatabase,
     @Inject(COUNTER_OPTIONS) private readonly options: ResolvedCounterOptions,
+    @Inject(COUNTER_TRACER) private readonly tracer: CounterTracer,
   ) {}
 
   static resultKey(entity: CountedEntity, id: RowId): string {
@@ -150,9 +153,9 @@ export class CounterReader {
   private async databaseValues(rows: PendingRow[]): Promise<Map<string, RowValues>> {
     const values = new Map<string, RowValues>();
     for (const [entity, entityRows] of groupBy(rows, (row) => row.entity)) {
-      const found = await this.database.readCounters(
-        entity,
-        entityRows.map((row) => row.id.sql),
+      const ids = entityRows.map((row) => row.id.sql);
+      const found = await this.tracer.inSpan(SPAN.load, loadAttributes(entity, ids.length), () =>
+        this.database.readCounters(entity, ids),
       );
       for (const row of entityRows) {
         const record = found.get(row.id.text);

@@ -1,4 +1,4 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { collectCountedInstances } from './counted-instances.js';
 import { CounterFlusher } from './flush/counter.flusher.js';
 import { FlushRecord } from './flush/flush.record.js';
@@ -6,7 +6,7 @@ import { MESSAGES } from './counter.messages.js';
 import { CounterReader, type RowRequest } from './counter.reader.js';
 import { CounterRegistry, type CountedEntity, type CounterField } from './counter.registry.js';
 import { toRowId, type RowId } from './row-id.js';
-import { SEED_ATTEMPTS } from './counter.constants.js';
+import { COUNTER_INSTRUMENTS, SEED_ATTEMPTS } from './counter.constants.js';
 import { CounterOutOfRangeError } from './exceptions/counter-out-of-range.error.js';
 import { CounterRowNotFoundError } from './exceptions/counter-row-not-found.error.js';
 import { CounterSeedContentionError } from './exceptions/counter-seed-contention.error.js';
@@ -15,6 +15,7 @@ import { InvalidCounterDeltaError } from './exceptions/invalid-counter-delta.err
 import type { CounterStatus } from './interfaces/counter-status.interface.js';
 import type { EntityClass } from './interfaces/entity-class.interface.js';
 import type { FlushReport } from './interfaces/flush-report.interface.js';
+import type { CounterInstruments } from './metrics/counter.instruments.js';
 import { CounterKeys } from './redis/counter.keys.js';
 import { CounterStore } from './redis/counter.store.js';
 import { FlushStore } from './redis/flush.store.js';
@@ -33,6 +34,7 @@ export class CounterService {
     private readonly flusher: CounterFlusher,
     private readonly record: FlushRecord,
     private readonly flushStore: FlushStore,
+    @Inject(COUNTER_INSTRUMENTS) private readonly instruments: CounterInstruments,
   ) {}
 
   /**
@@ -163,9 +165,16 @@ export class CounterService {
     by: unknown,
     sign: 1 | -1,
   ): Promise<number> {
-    const change = this.prepareChange(entity, id, counter, by, sign);
-    const outcome = await this.store.increment(change.request);
-    return outcome.kind === 'applied' ? outcome.value : this.finishChange(change, outcome);
+    try {
+      const change = this.prepareChange(entity, id, counter, by, sign);
+      const outcome = await this.store.increment(change.request);
+      const value = outcome.kind === 'applied' ? outcome.value : await this.finishChange(change, outcome);
+      this.instruments.changed(change.counted, change.field);
+      return value;
+    } catch (error) {
+      this.instruments.changeFailed(entity, counter, error);
+      throw error;
+    }
   }
 
   /** Validates a change and addresses it. Throws the errors of invalid deltas, unknown names and invalid ids. */

@@ -11,3 +11,4 @@ export { LiveCounts } from './decorators/live-counts.decorator.js';
 export { CounterLedgerEntry } from './sql/counter-ledger.entity.js';
 export * from './exceptions/index.js';
 export * from './interfaces/index.js';
+export { CounterHealthIndicator } from './health/counter.health-indicator.js';

@@ -13,13 +13,14 @@ import { MESSAGES } from '../counter.messages.js';
 import { CounterConfigurationError } from '../exceptions/counter-configuration.error.js';
 import type { ResolvedCounterOptions } from '../interfaces/counter-module-options.interface.js';
 import { CounterFlusher } from './counter.flusher.js';
+import { loadCronJob } from './cron-job.loader.js';
 import { FlushRecord } from './flush.record.js';
 
 /**
- * Runs the flush every `flushIntervalMs` through `SchedulerRegistry`. A tick that comes while a flush
- * runs starts the next one as soon as it ends. A failed flush never stops the timer: it is logged and
- * retried after an exponential backoff with jitter. On shutdown the timer stops and one last flush runs
- * before the connections close.
+ * Runs the flush every `flushIntervalMs`, or on the `flushCron` expression, through `SchedulerRegistry`.
+ * A tick that comes while a flush runs starts the next one as soon as it ends. A failed flush never stops
+ * the timer: it is logged and retried after an exponential backoff with jitter. On shutdown the timer
+ * stops and one last flush runs before the connections close.
  */
 @Injectable()
 export class CounterFlushScheduler implements OnApplicationBootstrap, BeforeApplicationShutdown {
@@ -39,17 +40,26 @@ export class CounterFlushScheduler implements OnApplicationBootstrap, BeforeAppl
     @Optional() private readonly schedulerRegistry?: SchedulerRegistry,
   ) {}
 
-  onApplicationBootstrap(): void {
+  async onApplicationBootstrap(): Promise<void> {
     if (!this.options.flushEnabled) return;
     if (!this.schedulerRegistry) throw new CounterConfigurationError(MESSAGES.schedulerMissing());
-    const timer = setInterval(() => this.tick(), this.options.flushIntervalMs);
-    this.schedulerRegistry.addInterval(this.jobName, timer);
+    if (this.options.flushCron === undefined) {
+      this.schedulerRegistry.addInterval(
+        this.jobName,
+        setInterval(() => this.tick(), this.options.flushIntervalMs),
+      );
+    } else {
+      await this.mountCron(this.schedulerRegistry, this.options.flushCron);
+    }
   }
 
   async beforeApplicationShutdown(): Promise<void> {
     this.stopping = true;
     if (this.schedulerRegistry?.doesExist('interval', this.jobName)) {
       this.schedulerRegistry.deleteInterval(this.jobName);
+    }
+    if (this.schedulerRegistry?.doesExist('cron', this.jobName)) {
+      this.schedulerRegistry.deleteCronJob(this.jobName);
     }
     await this.running;
     if (!this.options.flushOnShutdown) return;
@@ -93,6 +103,18 @@ export class CounterFlushScheduler implements OnApplicationBootstrap, BeforeAppl
           this.tick();
         }
       });
+  }
+
+  private async mountCron(registry: SchedulerRegistry, expression: string): Promise<void> {
+    const CronJob = await loadCronJob();
+    let job: InstanceType<typeof CronJob<null, null>>;
+    try {
+      job = new CronJob<null, null>(expression, () => this.tick());
+    } catch (error) {
+      throw new CounterConfigurationError(MESSAGES.badCron(expression, (error as Error).message), { cause: error });
+    }
+    registry.addCronJob(this.jobName, job);
+    job.start();
   }
 
   /** Waits longer after each failed flush in a row (the flusher counts them), with jitter. */

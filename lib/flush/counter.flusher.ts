@@ -1,13 +1,16 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import { COUNTER_OPTIONS } from '../counter.constants.js';
+import { COUNTER_INSTRUMENTS, COUNTER_OPTIONS, COUNTER_TRACER } from '../counter.constants.js';
 import { MESSAGES } from '../counter.messages.js';
 import { CounterRegistry, type CountedEntity } from '../counter.registry.js';
 import type { ResolvedCounterOptions } from '../interfaces/counter-module-options.interface.js';
 import type { FlushReport } from '../interfaces/flush-report.interface.js';
+import type { CounterInstruments } from '../metrics/counter.instruments.js';
 import { CounterKeys, type ShardKeys } from '../redis/counter.keys.js';
 import { FlushStore, type ClaimOutcome } from '../redis/flush.store.js';
 import { CounterDatabase } from '../sql/counter.database.js';
+import { flushAttributes, SPAN, transactionAttributes } from '../tracing/counter-span.attributes.js';
+import type { CounterTracer } from '../tracing/counter.tracer.js';
 import { toDeltaBatch, type ConvertedBatch } from './delta-batch.js';
 import { FlushPipeline } from './flush.pipeline.js';
 import { FlushRecord } from './flush.record.js';
@@ -50,6 +53,8 @@ export class CounterFlusher implements OnApplicationBootstrap {
     private readonly database: CounterDatabase,
     private readonly record: FlushRecord,
     @Inject(COUNTER_OPTIONS) private readonly options: ResolvedCounterOptions,
+    @Inject(COUNTER_INSTRUMENTS) private readonly instruments: CounterInstruments,
+    @Inject(COUNTER_TRACER) private readonly tracer: CounterTracer,
   ) {
     this.pipeline = new FlushPipeline(database.flushBatchSize, database.transactionsAtOnce);
   }
@@ -64,7 +69,16 @@ export class CounterFlusher implements OnApplicationBootstrap {
     );
   }
 
-  async flush(): Promise<FlushReport> {
+  flush(): Promise<FlushReport> {
+    return this.tracer.inSpan(SPAN.flush, {}, async (span) => {
+      const report = await this.flushNow();
+      span.setAttributes(flushAttributes(report));
+      if (report.error) span.fail(report.error);
+      return report;
+    });
+  }
+
+  private async flushNow(): Promise<FlushReport> {
     const run = new FlushRun();
     await this.findShardsWithWork(run);
     await this.pipeline.run({
@@ -200,7 +214,10 @@ export class CounterFlusher implements OnApplicationBootstrap {
    */
   private async write(run: FlushRun, batches: ClaimedBatch[]): Promise<WrittenBatch[]> {
     try {
-      const outcome = await this.database.applyBatches(batches.map(({ batch }) => batch));
+      const deltas = batches.map(({ batch }) => batch);
+      const outcome = await this.tracer.inSpan(SPAN.transaction, transactionAttributes(deltas), () =>
+        this.database.applyBatches(deltas),
+      );
       if (!outcome.applied) {
         if (batches.length === 1) return [{ claimed: batches[0], missingIds: [] }];
         for (const claimed of batches) await this.acknowledge(run, await this.write(run, [claimed]));
@@ -209,6 +226,7 @@ export class CounterFlusher implements OnApplicationBootstrap {
       return batches.map((claimed, index) => {
         const missingIds = outcome.missingIds[index];
         run.written(claimed.batch.rows.ids.length, missingIds.length);
+        this.instruments.batchWritten(claimed.work.entity, claimed.batch.rows.ids.length - missingIds.length);
         if (missingIds.length > 0) {
           this.logger.warn(MESSAGES.rowsDropped(claimed.work.entity.key, missingIds.map(String)));
         }
@@ -273,7 +291,9 @@ export class CounterFlusher implements OnApplicationBootstrap {
       if (report.busyShards === 0 || report.busyShards < run.shardsWithWork) this.record.flushSucceeded();
       await this.pruneLedger();
     }
-    return run.done();
+    const done = run.done();
+    this.instruments.flushed(done, run.lostShards);
+    return done;
   }
 
   private allShards(): ShardWork[] {

@@ -52,9 +52,18 @@ export interface CounterModuleOptions {
   /**
    * Time between two scheduled flushes, in milliseconds. The database trails Redis by about this much
    * plus one flush. A flush still running at a tick is followed by the next one as soon as it ends.
+   * Also the base of the backoff after failed flushes, with `flushCron` too.
    * @default 1000
    */
   flushIntervalMs?: number;
+  /**
+   * Run the scheduled flush on a cron expression (the `cron` package's syntax, seconds optional, e.g.
+   * `'0,15,30,45 * * * * *'`: every 15 s) instead of every `flushIntervalMs`; give one of the two. The
+   * job is registered in `SchedulerRegistry.getCronJobs()`, and ticks as the interval does (see
+   * `flushIntervalMs`).
+   * @default undefined: the flush runs every `flushIntervalMs`
+   */
+  flushCron?: string;
   /**
    * Rows a flush worker gathers from one or more shards before it writes them in one transaction (one
    * UPDATE statement per table). A shard gives at most this many rows per claim, so a transaction holds
@@ -115,14 +124,63 @@ export interface CounterModuleOptions {
    * @default 10000
    */
   databaseTimeoutMs?: number;
+  /**
+   * Prometheus metrics through `prom-client` (an optional peer, loaded only when this is on): `true`
+   * registers them in prom-client's global `register` (the one `@willsoto/nestjs-prometheus` serves),
+   * an object may name another registry and a prefix. See the README, "Metrics", for the names.
+   * @default false
+   */
+  metrics?: boolean | CounterMetricsOptions;
+  /**
+   * OpenTelemetry spans (through `@opentelemetry/api`, an optional peer, loaded only when this is on) for
+   * each flush, each batch transaction and each load of rows from the database. Without an SDK
+   * registered they are no-ops.
+   * @default false
+   */
+  tracing?: boolean;
+}
+
+/** Where and how the module registers its Prometheus metrics. */
+export interface CounterMetricsOptions {
+  /**
+   * A prom-client `Registry`. A metric of the same name already in it (another module or app in the
+   * process) is reused, never registered twice.
+   * @default prom-client's global `register`
+   */
+  registry?: CounterMetricsRegistry;
+  /**
+   * Prefix of every metric name.
+   * @default 'nestjs_counter_'
+   */
+  prefix?: string;
+}
+
+/**
+ * What the module needs of a prom-client `Registry`; a `Registry` is one (typed structurally, so that
+ * the options do not require prom-client's types).
+ */
+export interface CounterMetricsRegistry {
+  getSingleMetric(name: string): unknown;
 }
 
 /** Options after defaults were applied: what the module's providers work with. */
-export type ResolvedCounterOptions = Required<Omit<CounterModuleOptions, 'redis' | 'flushBatchSize'>> & {
+export type ResolvedCounterOptions = Required<
+  Omit<CounterModuleOptions, 'redis' | 'flushBatchSize' | 'flushCron' | 'metrics'>
+> & {
   redis: CounterRedisConnection;
   /** Undefined: the database's default (see `CounterDatabase.flushBatchSize`). */
   flushBatchSize: number | undefined;
+  /** Undefined: the flush runs every `flushIntervalMs`. */
+  flushCron: string | undefined;
+  /** Undefined: metrics are off. */
+  metrics: ResolvedMetricsOptions | undefined;
 };
+
+export interface ResolvedMetricsOptions {
+  /** Undefined: prom-client's global `register`. */
+  registry: CounterMetricsRegistry | undefined;
+  prefix: string;
+}
 
 /** Options fixed when the module is defined: given to `forRoot()` and next to `useFactory` in `forRootAsync()`. */
 export interface CounterModuleExtras {

@@ -3,3 +3,4 @@ export * from './entity-class.interface.js';
 export * from './counter-module-options.interface.js';
 export * from './flush-report.interface.js';
 export * from './counter-status.interface.js';
+export * from './counter-health-options.interface.js';

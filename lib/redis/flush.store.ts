@@ -2,6 +2,7 @@ import { Logger } from '@nestjs/common';
 import { chunks } from '../collections.js';
 import { MAX_SHARDS_PER_STATUS_CALL } from '../counter.constants.js';
 import { MESSAGES } from '../counter.messages.js';
+import { NO_OP_INSTRUMENTS, type CounterInstruments } from '../metrics/counter.instruments.js';
 import { readClaimedBatch, type ClaimedRows } from './claim/claimed-batch.reader.js';
 import { UnreadableDumpError } from './claim/dumped-hash.parser.js';
 import type { ShardKeys } from './counter.keys.js';
@@ -62,10 +63,14 @@ export class FlushStore {
   /** Whether a claim's batch could not be read from its DUMP yet (logged once). */
   private unreadableDumpSeen = false;
 
-  /** @param rowTtlSeconds how long changes given back wait for a flusher that knows their counter. */
+  /**
+   * @param rowTtlSeconds how long changes given back wait for a flusher that knows their counter.
+   * @param instruments counts the batches read with `HGETALL` instead of their `DUMP`.
+   */
   constructor(
     private readonly runner: ScriptRunner,
     private readonly rowTtlSeconds: number,
+    private readonly instruments: CounterInstruments = NO_OP_INSTRUMENTS,
   ) {}
 
   /** What each shard has waiting (see status.lua.ts): one call per slot, one round trip per node. */
@@ -189,6 +194,7 @@ export class FlushStore {
         reason = error.message;
       }
     }
+    this.instruments.dumpFallback(payload ? 'unreadable' : 'refused');
     if (!this.unreadableDumpSeen) {
       this.unreadableDumpSeen = true;
       this.logger.warn(MESSAGES.unreadableDump(reason));

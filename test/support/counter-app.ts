@@ -1,4 +1,4 @@
-import type { INestApplication } from '@nestjs/common';
+import type { INestApplication, ModuleMetadata } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
 import { Test } from '@nestjs/testing';
 import { TypeOrmModule } from '@nestjs/typeorm';
@@ -26,6 +26,8 @@ export interface CounterAppOptions {
   /** A client the test made and hands to the module (which then never closes it). */
   redis?: AnyRedis;
   controllers?: Array<new (...args: never[]) => unknown>;
+  /** More modules the app imports (e.g. TerminusModule). */
+  imports?: ModuleMetadata['imports'];
   /** The entities instead of ENTITIES (e.g. an older version of one, as a deployment before a change). */
   entities?: Array<new () => unknown>;
 }
@@ -48,6 +50,7 @@ export async function startCounterApp(options: CounterAppOptions): Promise<Count
         flushEnabled: false,
         ...options.counter,
       }),
+      ...(options.imports ?? []),
     ],
     controllers: options.controllers ?? [],
   }).compile();

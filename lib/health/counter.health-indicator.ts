@@ -1,0 +1,56 @@
+import { Injectable } from '@nestjs/common';
+import type { HealthIndicatorResult } from '@nestjs/terminus';
+import { MESSAGES } from '../counter.messages.js';
+import { resolveHealthOptions } from '../counter-options.js';
+import { CounterService } from '../counter.service.js';
+import type { CounterHealthOptions } from '../interfaces/counter-health-options.interface.js';
+import type { CounterStatus } from '../interfaces/counter-status.interface.js';
+import { terminusHealthIndicators } from './terminus.loader.js';
+
+/**
+ * A health indicator for `@nestjs/terminus` 11 and 12 (an optional peer, loaded on the first check):
+ * `health.check([() => this.counterHealth.isHealthy('counters')])`. Its data are `CounterService.status()`'s
+ * figures, with a `message` when it is not up.
+ * @see README, "Health"
+ * @publicApi
+ */
+@Injectable()
+export class CounterHealthIndicator {
+  constructor(private readonly counters: CounterService) {}
+
+  /**
+   * `down` when Redis is unreachable or the last `downAfterFailedFlushes` flushes of this instance failed;
+   * `degraded` (Terminus 12; `up` on Terminus 11, which has no such status) when fewer flushes in a row
+   * failed or the oldest change not yet in the database is older than `degradedAfterMs`; `up` otherwise.
+   * @param key the indicator's key in the health check's result. @default 'counters'
+   */
+  async isHealthy<const Key extends string = 'counters'>(
+    key: Key = 'counters' as Key,
+    options?: CounterHealthOptions,
+  ): Promise<HealthIndicatorResult<Key>> {
+    const { degradedAfterMs, downAfterFailedFlushes } = resolveHealthOptions(options);
+    const session = (await terminusHealthIndicators()).check(key);
+    let status: CounterStatus;
+    try {
+      status = await this.counters.status();
+    } catch (error) {
+      return session.down({ message: MESSAGES.healthStatusFailed((error as Error).message) });
+    }
+    const failures = status.consecutiveFailedFlushes;
+    if (!status.redisAvailable) return session.down({ message: MESSAGES.healthRedisDown(), ...status });
+    if (failures >= downAfterFailedFlushes) {
+      return session.down({ message: MESSAGES.healthFlushesFailing(failures), ...status });
+    }
+    const age = status.oldestPendingAgeMs ?? 0;
+    const degradation =
+      failures > 0
+        ? MESSAGES.healthFlushFailed(failures)
+        : age > degradedAfterMs
+          ? MESSAGES.healthBacklogOld(age, degradedAfterMs)
+          : undefined;
+    // Terminus 11 has no degraded status (it would drop the indicator from its result): up, with the figures.
+    const degraded = (session as Partial<typeof session>).degraded?.bind(session);
+    if (degradation && degraded) return degraded({ message: degradation, ...status });
+    return session.up({ ...status });
+  }
+}

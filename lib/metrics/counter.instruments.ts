@@ -1,0 +1,41 @@
+import type { CountedEntity, CounterField } from '../counter.registry.js';
+import type { CounterStatus } from '../interfaces/counter-status.interface.js';
+import type { EntityClass } from '../interfaces/entity-class.interface.js';
+import type { FlushReport } from '../interfaces/flush-report.interface.js';
+
+/** Why a claimed batch was read with `HGETALL`: Redis refused the `DUMP`, or gave one the parser does not read. */
+export type DumpFallbackReason = 'refused' | 'unreadable';
+
+/**
+ * What the module tells its metrics, one call per event. The default sink does nothing, so that a hook
+ * costs one empty call when metrics are off.
+ */
+export interface CounterInstruments {
+  /** A change was applied. On the increment path: must not allocate. */
+  changed(entity: CountedEntity, counter: CounterField): void;
+  /** A change failed; the sink tells refusals (bad input, out of range, no such row) from other failures. */
+  changeFailed(entity: EntityClass, counter: string, error: unknown): void;
+  /** A batch transaction wrote `rows` rows of `entity`'s table. */
+  batchWritten(entity: CountedEntity, rows: number): void;
+  /** A flush ended, having found `lostShards` shards whose data Redis lost. */
+  flushed(report: FlushReport, lostShards: number): void;
+  /** A claimed batch was read with `HGETALL` instead of its `DUMP`. */
+  dumpFallback(reason: DumpFallbackReason): void;
+  /**
+   * Reads the backlog of the deployment with key prefix `keyPrefix` at each scrape, until the returned
+   * function is called.
+   */
+  observeBacklog(keyPrefix: string, status: () => Promise<CounterStatus>): () => void;
+}
+
+const nothing = (): void => undefined;
+
+/** The sink when metrics are off. */
+export const NO_OP_INSTRUMENTS: CounterInstruments = {
+  changed: nothing,
+  changeFailed: nothing,
+  batchWritten: nothing,
+  flushed: nothing,
+  dumpFallback: nothing,
+  observeBacklog: () => nothing,
+};
