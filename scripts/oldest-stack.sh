@@ -17,6 +17,8 @@ STACK=(
   @nestjs/typeorm@11.0.0
   typeorm@0.3.20
   ioredis@5.4.0
+  @nestjs/terminus@11.0.0
+  prom-client@15.0.0
   better-sqlite3@9.6.0 # the newest TypeORM 0.3.20 accepts
 )
 
