@@ -13,6 +13,7 @@ import { HealthModule } from './health/health.module.js';
 import { IndexController } from './index.controller.js';
 import { ProblemsModule } from './problems/problems.module.js';
 import { SolutionsModule } from './solutions/solutions.module.js';
+import { UsersModule } from './users/users.module.js';
 
 @Module({
   imports: [
@@ -24,6 +25,7 @@ import { SolutionsModule } from './solutions/solutions.module.js';
     ProblemsModule,
     SolutionsModule,
     CommentsModule,
+    UsersModule,
     DemoModule,
     HealthModule,
   ],

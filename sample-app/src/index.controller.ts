@@ -8,10 +8,12 @@ const ROUTES: Record<string, string> = {
   'POST /problems/:id/solutions': '{"title", "content"}: adds a solution',
   'GET /solutions?page=&size=&problemId=': 'solutions with live counts',
   'GET /solutions/:id': 'counts a view, returns the solution',
-  'POST /solutions/:id/like': 'like; DELETE to unlike (409 below zero)',
+  'GET /users': 'the demo users; send "X-User-Id: <id>" to act as one',
+  'POST /solutions/:id/like': 'with X-User-Id: like (a second like changes nothing); DELETE to unlike',
   'POST /solutions/:id/comments': '{"content", "parentId"?}: adds a comment, or a reply',
   'GET /comments?page=&size=&solutionId=': 'comments with live counts',
-  'POST /comments/:id/like': 'like; DELETE to unlike (409 below zero)',
+  'POST /comments/:id/like': 'with X-User-Id: like (a second like changes nothing); DELETE to unlike',
+  'GET /likes': 'with X-User-Id: the ids of the solutions and comments that user likes',
   'GET /health/counters': 'CounterService.status(): backlog, last flush, data loss',
 };
 
