@@ -1,11 +1,12 @@
 import { Module } from '@nestjs/common';
 import { ConfigModule, ConfigService } from '@nestjs/config';
-import { APP_FILTER } from '@nestjs/core';
+import { APP_FILTER, APP_GUARD } from '@nestjs/core';
 import { ScheduleModule } from '@nestjs/schedule';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { CounterModule } from 'nestjs-counter';
 import { CommentsModule } from './comments/comments.module.js';
 import { CounterErrorsFilter } from './common/counter-errors.filter.js';
+import { SameOriginGuard } from './common/same-origin.guard.js';
 import { counterOptions } from './config/counter-options.factory.js';
 import { databaseOptions } from './config/database-options.factory.js';
 import { DemoModule } from './demo/demo.module.js';
@@ -30,6 +31,9 @@ import { UsersModule } from './users/users.module.js';
     HealthModule,
   ],
   controllers: [IndexController],
-  providers: [{ provide: APP_FILTER, useClass: CounterErrorsFilter }],
+  providers: [
+    { provide: APP_FILTER, useClass: CounterErrorsFilter },
+    { provide: APP_GUARD, useClass: SameOriginGuard },
+  ],
 })
 export class AppModule {}

@@ -220,4 +220,44 @@ describe.each(DATABASES)('the sample app on %s', (databaseName) => {
       viewCount: 1,
     });
   });
+
+  it("refuses state-changing requests from another site's pages, and takes the app's own and curl's", async () => {
+    const dataSource = app.get(DataSource);
+    const likeRows = async () =>
+      Number((await dataSource.query("SELECT COUNT(*) AS n FROM likes WHERE target_type = 'solution'"))[0].n);
+    const commentRows = async () => Number((await dataSource.query('SELECT COUNT(*) AS n FROM comments'))[0].n);
+    const [likesBefore, commentsBefore] = [await likeRows(), await commentRows()];
+    const likesOf2 = async () => ((await request(http).get('/solutions/2').expect(200)).body as SolutionBody).likeCount;
+    const countBefore = await likesOf2();
+
+    // What a form on https://evil.example posting here sends: a browser adds Origin and Sec-Fetch-Site.
+    const forged = await request(http)
+      .post('/solutions/1/comments')
+      .type('form')
+      .set({ Origin: 'https://evil.example', 'Sec-Fetch-Site': 'cross-site' })
+      .send({ content: 'forged' })
+      .expect(403);
+    expect(forged.body.message).toMatch(/^Cross-site request refused \(Sec-Fetch-Site: cross-site\)/);
+    await request(http).post('/solutions/2/like').set({ 'X-User-Id': '1', Origin: 'https://evil.example' }).expect(403);
+    await request(http).post('/solutions/2/like').set({ 'X-User-Id': '1', Origin: 'null' }).expect(403);
+    await request(http).post('/solutions/2/like').set({ 'X-User-Id': '1', 'Sec-Fetch-Site': 'same-site' }).expect(403);
+    await request(http)
+      .delete('/solutions/1/like')
+      .set({ 'X-User-Id': '1', Origin: 'http://evil.example' })
+      .expect(403);
+    expect([await likeRows(), await commentRows(), await likesOf2()]).toEqual([
+      likesBefore,
+      commentsBefore,
+      countBefore,
+    ]);
+
+    // The app's own page (same host in Origin, Sec-Fetch-Site same-origin) and curl (neither header) pass.
+    await request(http)
+      .post('/solutions/2/like')
+      .set({ Host: 'judge.example:3000', Origin: 'http://judge.example:3000', 'Sec-Fetch-Site': 'same-origin' })
+      .set('X-User-Id', '1')
+      .expect(200);
+    await request(http).post('/solutions/2/like').set('X-User-Id', '2').expect(200);
+    expect(await likesOf2()).toBe(countBefore + 2);
+  });
 });
