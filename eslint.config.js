@@ -16,6 +16,14 @@ export default tseslint.config(
     },
   },
   {
+    // The sample app's page runs in the browser, as a module, with no build step.
+    files: ['sample-app/public/**/*.js'],
+    languageOptions: {
+      sourceType: 'module',
+      globals: { document: 'readonly', fetch: 'readonly', localStorage: 'readonly', setInterval: 'readonly' },
+    },
+  },
+  {
     // Prettier wraps code at 120 columns but not strings or comments: the library's messages wrap too.
     files: ['lib/**/*.ts'],
     rules: { 'max-len': ['error', { code: 120, ignoreUrls: true }] },

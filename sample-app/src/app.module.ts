@@ -12,6 +12,7 @@ import { databaseOptions } from './config/database-options.factory.js';
 import { DemoModule } from './demo/demo.module.js';
 import { HealthModule } from './health/health.module.js';
 import { IndexController } from './index.controller.js';
+import { PageModule } from './page/page.module.js';
 import { ProblemsModule } from './problems/problems.module.js';
 import { SolutionsModule } from './solutions/solutions.module.js';
 import { UsersModule } from './users/users.module.js';
@@ -27,6 +28,7 @@ import { UsersModule } from './users/users.module.js';
     SolutionsModule,
     CommentsModule,
     UsersModule,
+    PageModule,
     DemoModule,
     HealthModule,
   ],

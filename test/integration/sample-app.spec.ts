@@ -102,6 +102,27 @@ describe.each(DATABASES)('the sample app on %s', (databaseName) => {
     expect(Object.keys(response.body.routes)).toContain('GET /health/counters');
   });
 
+  it("serves its page to browsers, and the page's data with live counts at /overview", async () => {
+    const page = await request(http).get('/').set('Accept', 'text/html,application/xhtml+xml,*/*;q=0.8').expect(200);
+    expect(page.headers['content-type']).toBe('text/html; charset=utf-8');
+    expect(page.headers['content-security-policy']).toContain("default-src 'self'");
+    expect(page.text).toContain('<script type="module" src="/assets/page.js"></script>');
+    const script = await request(http).get('/assets/page.js').expect(200);
+    expect(script.headers['content-type']).toBe('text/javascript; charset=utf-8');
+    await request(http).get('/assets/page.css').expect(200);
+    await request(http).get('/assets/..%2Fsrc%2Fmain.ts').expect(404);
+
+    const liked = (await request(http).post('/comments/2/like').set('X-User-Id', '1').expect(200)).body as LikeBody;
+    const { problems } = (await request(http).get('/overview').expect(200)).body as {
+      problems: { id: number; solutions: { id: number; comments: { id: number; likeCount: number }[] }[] }[];
+    };
+    expect(problems.map((problem) => problem.id)).toEqual([1, 2, 3]);
+    expect(problems[0]?.solutions.map((solution) => solution.id)).toEqual([1, 2]);
+    // The live value (flushed or not), from Redis through @LiveCounts() on nested relations.
+    expect(problems[0]?.solutions[0]?.comments.find((comment) => comment.id === 2)?.likeCount).toBe(liked.like_count);
+    await request(http).delete('/comments/2/like').set('X-User-Id', '1').expect(200);
+  });
+
   it('counts likes per user, unlikes, views and submissions exactly, and flushes them into the database', async () => {
     const before = (await request(http).get('/solutions/1').expect(200)).body as SolutionBody;
     const like = (user: number) => request(http).post('/solutions/1/like').set('X-User-Id', String(user));
