@@ -3,7 +3,7 @@ import eslint from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['**/dist/', 'node_modules/', 'bench/results/', 'chaos/results/', 'coverage/'] },
+  { ignores: ['**/dist/', 'node_modules/', 'bench/results/', 'chaos/results/', 'coverage/', 'test-output/'] },
   eslint.configs.recommended,
   ...tseslint.configs.recommended,
   {
