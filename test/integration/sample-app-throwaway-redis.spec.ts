@@ -95,31 +95,45 @@ describe('the sample app without a Redis to reach', () => {
     PORT: String(await freePort()),
   });
 
+  /** Starts the app and waits until it serves, checking the throwaway Redis it reports. */
+  async function startWithThrowawayRedis(env: Record<string, string>) {
+    const app = startApp(env);
+    const [, url, pid] = await waitFor(
+      app,
+      /started a throwaway Redis at (redis:\/\/127\.0\.0\.1:\d+) \(pid (\d+); loopback only, no persistence/,
+    );
+    await waitFor(app, /Online judge listening/);
+    expect(app.output()).toContain(`Nothing answers at ${env.REDIS_URL}`);
+    const redis = new Redis(url as string, { protocol: 2 });
+    try {
+      // Loopback only, no persistence, a directory of its own.
+      const setting = async (name: string) => ((await redis.config('GET', name)) as string[])[1] as string;
+      expect([await setting('bind'), await setting('save'), await setting('appendonly')]).toEqual([
+        '127.0.0.1',
+        '',
+        'no',
+      ]);
+      const directory = await setting('dir');
+      expect(directory.startsWith(join(tmpdir(), 'judge-redis-'))).toBe(true);
+      return { app, url: url as string, pid: Number(pid), directory };
+    } finally {
+      redis.disconnect();
+    }
+  }
+
+  /** What a failed assertion left running: the app, and the Redis a SIGKILLed app may not stop. */
+  function cleanUp(app: RunningApp): void {
+    app.child.kill('SIGKILL');
+    const pid = Number(app.output().match(/\(pid (\d+); loopback only/)?.[1]);
+    if (pid && !gone(pid)) process.kill(pid, 'SIGKILL');
+  }
+
   it.each(['SIGTERM', 'SIGINT'] as const)(
     'starts a throwaway Redis, serves with it, and stops it on %s after the final flush',
     async (signal) => {
       const env = await environment(signal);
-      const app = startApp(env);
+      const { app, url, pid, directory } = await startWithThrowawayRedis(env);
       try {
-        const [, url, pid] = await waitFor(
-          app,
-          /started a throwaway Redis at (redis:\/\/127\.0\.0\.1:\d+) \(pid (\d+); loopback only, no persistence/,
-        );
-        await waitFor(app, /Online judge listening/);
-        expect(app.output()).toContain(`Nothing answers at ${env.REDIS_URL}`);
-
-        // Loopback only, no persistence, a directory of its own.
-        const redis = new Redis(url as string, { protocol: 2 });
-        const setting = async (name: string) => ((await redis.config('GET', name)) as string[])[1];
-        expect([await setting('bind'), await setting('save'), await setting('appendonly')]).toEqual([
-          '127.0.0.1',
-          '',
-          'no',
-        ]);
-        const redisDirectory = (await setting('dir')) as string;
-        expect(redisDirectory.startsWith(join(tmpdir(), 'judge-redis-'))).toBe(true);
-        redis.disconnect();
-
         const like = await fetch(`http://127.0.0.1:${env.PORT}/solutions/1/like`, {
           method: 'POST',
           headers: { 'X-User-Id': '1' },
@@ -129,9 +143,9 @@ describe('the sample app without a Redis to reach', () => {
 
         app.child.kill(signal);
         expect(await app.exited).toBe(0);
-        await expect.poll(() => gone(Number(pid)), { timeout: 5000 }).toBe(true);
-        expect(await answers(url as string)).toBe(false);
-        expect(existsSync(redisDirectory)).toBe(false);
+        await expect.poll(() => gone(pid), { timeout: 5000 }).toBe(true);
+        expect(await answers(url)).toBe(false);
+        expect(existsSync(directory)).toBe(false);
 
         // The final flush ran while the throwaway Redis still held the like.
         const database = new DataSource({
@@ -142,10 +156,23 @@ describe('the sample app without a Redis to reach', () => {
         expect(await database.query('SELECT like_count FROM solutions WHERE id = 1')).toEqual([{ like_count: 213 }]);
         await database.destroy();
       } finally {
-        app.child.kill('SIGKILL');
+        cleanUp(app);
       }
     },
   );
+
+  it('stops the throwaway Redis and removes its directory when the app is killed with SIGKILL', async () => {
+    const { app, url, pid, directory } = await startWithThrowawayRedis(await environment('SIGKILL'));
+    try {
+      app.child.kill('SIGKILL');
+      await app.exited;
+      await expect.poll(() => gone(pid), { timeout: 5000 }).toBe(true);
+      expect(await answers(url)).toBe(false);
+      await expect.poll(() => existsSync(directory), { timeout: 5000 }).toBe(false);
+    } finally {
+      cleanUp(app);
+    }
+  });
 
   it('says in one line how to get a Redis when redis-server is not on the PATH', async () => {
     const env = await environment('no-redis-server');

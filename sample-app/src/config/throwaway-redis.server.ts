@@ -8,6 +8,26 @@ import { probeRedis } from './redis.probe.js';
 
 const READY_WITHIN_MS = 5000;
 const ATTEMPTS = 3;
+const NOT_FOUND_EXIT_CODE = 127;
+
+/**
+ * Runs redis-server with the arguments after the directory, and stops it (and removes the directory)
+ * when its standard input, a pipe from the app, reaches end of file: the app's exit closes the pipe
+ * whatever the exit, a SIGKILL included.
+ */
+const WATCHDOG = `
+directory=$1
+shift
+command -v redis-server >/dev/null || exit ${NOT_FOUND_EXIT_CODE}
+redis-server "$@" </dev/null &
+redis=$!
+echo "redis-server pid $redis"
+# A background job reads /dev/null unless told otherwise: it gets the pipe as descriptor 3.
+exec 3<&0
+(cat <&3 >/dev/null; kill "$redis" 2>/dev/null) &
+wait "$redis"
+rm -rf "$directory"
+`;
 
 /** redis-server is not on the PATH. */
 export class RedisServerNotFoundError extends Error {
@@ -22,16 +42,13 @@ export class RedisServerNotFoundError extends Error {
 export class ThrowawayRedisServer {
   private constructor(
     readonly port: number,
-    private readonly child: ChildProcess,
+    private readonly watchdog: ChildProcess,
     readonly directory: string,
+    readonly pid: number,
   ) {}
 
   get url(): string {
     return `redis://127.0.0.1:${this.port}`;
-  }
-
-  get pid(): number | undefined {
-    return this.child.pid;
   }
 
   static async start(): Promise<ThrowawayRedisServer> {
@@ -39,13 +56,14 @@ export class ThrowawayRedisServer {
     // Another process may take the free port before redis-server binds it: try a new one.
     for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
       const directory = mkdtempSync(join(tmpdir(), 'judge-redis-'));
-      const started = ThrowawayRedisServer.spawn(await freePort(), directory);
+      const watchdog = ThrowawayRedisServer.spawnWatchdog(await freePort(), directory);
       try {
-        await started.ready;
-        process.once('exit', () => started.server.stop());
-        return started.server;
+        const server = await ThrowawayRedisServer.ready(watchdog.child, watchdog.port, directory);
+        process.once('exit', () => server.stop());
+        return server;
       } catch (error) {
-        started.server.stop();
+        stopGroup(watchdog.child);
+        rmSync(directory, { recursive: true, force: true });
         if (error instanceof RedisServerNotFoundError) throw error;
         failure = error as Error;
       }
@@ -55,11 +73,11 @@ export class ThrowawayRedisServer {
 
   /** Synchronous, so that it can run in the process's 'exit' event. */
   stop(): void {
-    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill('SIGTERM');
+    stopGroup(this.watchdog);
     rmSync(this.directory, { recursive: true, force: true });
   }
 
-  private static spawn(port: number, directory: string): { server: ThrowawayRedisServer; ready: Promise<void> } {
+  private static spawnWatchdog(port: number, directory: string): { child: ChildProcess; port: number } {
     const args = [
       '--port',
       String(port),
@@ -73,37 +91,56 @@ export class ThrowawayRedisServer {
       directory,
     ];
     // Its own process group: a Ctrl-C in the terminal reaches only the app, whose final flush needs Redis.
-    const child = spawn('redis-server', args, { detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('/bin/sh', ['-c', WATCHDOG, 'sh', directory, ...args], {
+      detached: true,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    return { child, port };
+  }
+
+  /** Resolves once redis-server answers, with its pid; rejects when it exits or stays silent. */
+  private static ready(child: ChildProcess, port: number, directory: string): Promise<ThrowawayRedisServer> {
     let output = '';
-    const keep = (chunk: Buffer) => (output = (output + chunk.toString()).slice(-2000));
+    const keep = (chunk: Buffer) => (output = (output + chunk.toString()).slice(-4000));
     child.stdout?.on('data', keep);
     child.stderr?.on('data', keep);
-    const server = new ThrowawayRedisServer(port, child, directory);
-    const ready = new Promise<void>((resolve, reject) => {
+    return new Promise((resolve, reject) => {
       let settled = false;
-      const settle = (error?: Error) => {
+      const settle = (result: ThrowawayRedisServer | Error) => {
         if (settled) return;
         settled = true;
-        if (error) reject(error);
-        else resolve();
+        if (result instanceof Error) reject(result);
+        else resolve(result);
       };
-      child.once('error', (error: NodeJS.ErrnoException) =>
-        settle(error.code === 'ENOENT' ? new RedisServerNotFoundError('redis-server is not on the PATH.') : error),
-      );
+      child.once('error', (error) => settle(error));
       child.once('exit', (code, signal) => {
+        if (code === NOT_FOUND_EXIT_CODE)
+          return settle(new RedisServerNotFoundError('redis-server is not on the PATH.'));
         const lastLine = output.trim().split('\n').pop() ?? '';
         settle(new Error(`redis-server exited (${signal ?? `code ${code}`}): ${lastLine}`));
       });
       void (async () => {
         const deadline = Date.now() + READY_WITHIN_MS;
         while (!settled && Date.now() < deadline) {
-          if ((await probeRedis(server.url)) === undefined) return settle();
+          const pid = Number(/^redis-server pid (\d+)$/m.exec(output)?.[1]);
+          if (pid && (await probeRedis(`redis://127.0.0.1:${port}`)) === undefined) {
+            return settle(new ThrowawayRedisServer(port, child, directory, pid));
+          }
           await delay(50);
         }
         settle(new Error(`redis-server did not answer within ${READY_WITHIN_MS} ms.`));
       })();
     });
-    return { server, ready };
+  }
+}
+
+/** Stops the watchdog shell, redis-server and the pipe reader at once: they share the process group. */
+function stopGroup(child: ChildProcess): void {
+  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
+  try {
+    process.kill(-child.pid, 'SIGTERM');
+  } catch {
+    // The group is gone already.
   }
 }
 
