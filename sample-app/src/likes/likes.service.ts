@@ -20,6 +20,20 @@ export interface LikeResult {
 
 const COUNTED = { solution: Solution, comment: Comment } as const;
 
+interface LikeKey {
+  userId: number;
+  targetType: LikeTarget;
+  targetId: number;
+}
+
+const answerOf = (key: LikeKey, liked: boolean, changed: boolean, count: number): LikeResult => ({
+  id: key.targetId,
+  userId: key.userId,
+  liked,
+  changed,
+  like_count: count,
+});
+
 /**
  * Per-user likes: a row in `likes` per (user, target), and the target's `like_count` counter moved only
  * by the call that created or deleted that row, so repeated or concurrent likes count once.
@@ -35,22 +49,15 @@ export class LikesService {
   /** 401 for an unknown user; 404 (from the counter) for a missing target, whose row is then removed. */
   async like(userId: number, targetType: LikeTarget, targetId: number): Promise<LikeResult> {
     await this.requireUser(userId);
-    const key = { userId, targetType, targetId };
-    const answer = (changed: boolean, count: number) => ({
-      id: targetId,
-      userId,
-      liked: true,
-      changed,
-      like_count: count,
-    });
+    const key: LikeKey = { userId, targetType, targetId };
     try {
       await this.likes.insert({ ...key }); // a copy: insert() writes the generated columns into its argument
     } catch (error) {
       if (!isUniqueViolation(error)) throw error;
-      return answer(false, await this.counters.get(COUNTED[targetType], targetId, 'like_count'));
+      return answerOf(key, true, false, await this.counters.get(COUNTED[targetType], targetId, 'like_count'));
     }
     try {
-      return answer(true, await this.counters.increment(COUNTED[targetType], targetId, 'like_count'));
+      return answerOf(key, true, true, await this.counters.increment(COUNTED[targetType], targetId, 'like_count'));
     } catch (error) {
       // Not counted (missing target, Redis down): the row goes too, so that a retry counts it.
       await this.likes.delete(key);
@@ -61,18 +68,12 @@ export class LikesService {
   /** 401 for an unknown user; 404 for a missing target. Unliking what the user never liked changes nothing. */
   async unlike(userId: number, targetType: LikeTarget, targetId: number): Promise<LikeResult> {
     await this.requireUser(userId);
-    const key = { userId, targetType, targetId };
-    const answer = (changed: boolean, count: number) => ({
-      id: targetId,
-      userId,
-      liked: false,
-      changed,
-      like_count: count,
-    });
+    const key: LikeKey = { userId, targetType, targetId };
     const { affected } = await this.likes.delete(key);
-    if (!affected) return answer(false, await this.counters.get(COUNTED[targetType], targetId, 'like_count'));
+    if (!affected)
+      return answerOf(key, false, false, await this.counters.get(COUNTED[targetType], targetId, 'like_count'));
     try {
-      return answer(true, await this.counters.decrement(COUNTED[targetType], targetId, 'like_count'));
+      return answerOf(key, false, true, await this.counters.decrement(COUNTED[targetType], targetId, 'like_count'));
     } catch (error) {
       // Not counted: the like stays, so that a retry can remove it.
       await this.likes.insert({ ...key }).catch(() => undefined);
