@@ -3,7 +3,7 @@ import eslint from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['**/dist/', 'node_modules/', 'bench/results/', 'chaos/results/', 'coverage/'] },
+  { ignores: ['**/dist/', 'node_modules/', 'bench/results/', 'chaos/results/', 'coverage/', 'test-output/'] },
   eslint.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -13,6 +13,14 @@ export default tseslint.config(
         'error',
         { argsIgnorePattern: '^_', varsIgnorePattern: '^_', ignoreRestSiblings: true },
       ],
+    },
+  },
+  {
+    // The sample app's page runs in the browser, as a module, with no build step.
+    files: ['sample-app/public/**/*.js'],
+    languageOptions: {
+      sourceType: 'module',
+      globals: { document: 'readonly', fetch: 'readonly', localStorage: 'readonly', setInterval: 'readonly' },
     },
   },
   {

@@ -1,17 +1,20 @@
 import { Module } from '@nestjs/common';
 import { ConfigModule, ConfigService } from '@nestjs/config';
-import { APP_FILTER } from '@nestjs/core';
+import { APP_FILTER, APP_GUARD } from '@nestjs/core';
 import { ScheduleModule } from '@nestjs/schedule';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { CommentsModule } from './comments/comments.module.js';
 import { CounterExceptionFilter, CounterModule } from 'nestjs-counter';
+import { SameOriginGuard } from './common/same-origin.guard.js';
 import { counterOptions } from './config/counter-options.factory.js';
 import { databaseOptions } from './config/database-options.factory.js';
 import { DemoModule } from './demo/demo.module.js';
 import { HealthModule } from './health/health.module.js';
 import { IndexController } from './index.controller.js';
+import { PageModule } from './page/page.module.js';
 import { ProblemsModule } from './problems/problems.module.js';
 import { SolutionsModule } from './solutions/solutions.module.js';
+import { UsersModule } from './users/users.module.js';
 
 @Module({
   imports: [
@@ -23,10 +26,15 @@ import { SolutionsModule } from './solutions/solutions.module.js';
     ProblemsModule,
     SolutionsModule,
     CommentsModule,
+    UsersModule,
+    PageModule,
     DemoModule,
     HealthModule,
   ],
   controllers: [IndexController],
-  providers: [{ provide: APP_FILTER, useClass: CounterExceptionFilter }],
+  providers: [
+    { provide: APP_FILTER, useClass: CounterExceptionFilter },
+    { provide: APP_GUARD, useClass: SameOriginGuard },
+  ],
 })
 export class AppModule {}

@@ -1,6 +1,8 @@
-import { Controller, Get } from '@nestjs/common';
+import { Controller, Get, Req, Res } from '@nestjs/common';
+import { PageAssets } from './page/page.assets.js';
+import { setPageHeaders, type HeaderSink } from './page/page-headers.js';
 
-/** The routes the README's curl lines show, for whoever opens http://localhost:3000 in a browser. */
+/** The routes the README's curl lines show. */
 const ROUTES: Record<string, string> = {
   'GET /problems?page=&size=': 'problems with live counts',
   'GET /problems/:id': 'a problem with its solutions, live counts on all',
@@ -8,17 +10,31 @@ const ROUTES: Record<string, string> = {
   'POST /problems/:id/solutions': '{"title", "content"}: adds a solution',
   'GET /solutions?page=&size=&problemId=': 'solutions with live counts',
   'GET /solutions/:id': 'counts a view, returns the solution',
-  'POST /solutions/:id/like': 'like; DELETE to unlike (409 below zero)',
+  'GET /users': 'the demo users; send "X-User-Id: <id>" to act as one',
+  'POST /solutions/:id/like': 'with X-User-Id: like (a second like changes nothing); DELETE to unlike',
   'POST /solutions/:id/comments': '{"content", "parentId"?}: adds a comment, or a reply',
   'GET /comments?page=&size=&solutionId=': 'comments with live counts',
-  'POST /comments/:id/like': 'like; DELETE to unlike (409 below zero)',
+  'POST /comments/:id/like': 'with X-User-Id: like (a second like changes nothing); DELETE to unlike',
+  'GET /likes': 'with X-User-Id: the ids of the solutions and comments that user likes',
+  'GET /overview': 'problems with their solutions and comments, live counts on all: what the page shows',
   'GET /health/counters': 'CounterService.status(): backlog, last flush, data loss',
 };
 
 @Controller()
 export class IndexController {
+  constructor(private readonly assets: PageAssets) {}
+
+  /** GET /: the page for a browser (it asks for HTML), the list of routes for curl and other clients. */
   @Get()
-  index() {
-    return { app: 'online judge, the nestjs-counter sample app', routes: ROUTES };
+  index(
+    @Req() request: { accepts(types: string[]): string | false },
+    @Res({ passthrough: true }) response: HeaderSink,
+  ) {
+    const page = this.assets.get('index.html');
+    if (page && request.accepts(['json', 'html']) === 'html') {
+      setPageHeaders(response, page.type);
+      return page.content;
+    }
+    return { app: 'online judge, the nestjs-counter sample app', page: 'open / in a browser', routes: ROUTES };
   }
 }

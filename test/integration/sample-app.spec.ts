@@ -7,6 +7,7 @@ import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CounterService } from '../../lib/index.js';
 import { createTestDatabase, DATABASES, type DatabaseName } from '../support/databases.js';
+import { flushEverything } from '../support/flush-everything.js';
 import { deleteKeys, REDIS_URL, testRedis, uniquePrefix } from '../support/redis.js';
 
 /** A database of its own for the sample app, named by the DATABASE_URL the app reads. */
@@ -47,29 +48,23 @@ async function sampleDatabase(name: DatabaseName): Promise<SampleDatabase> {
   }
 }
 
-/**
- * Flushes until nothing waits in Redis. The app's scheduled flush (every second) may hold some shards'
- * leases when a call comes, and that call then skips them.
- */
-async function flushEverything(counters: CounterService): Promise<void> {
-  for (let call = 0; call < 50; call++) {
-    const report = await counters.flush();
-    expect(report.error).toBeUndefined();
-    if ((await counters.status()).pendingRows === 0) return;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  throw new Error('rows still pending after 50 flushes');
-}
-
 interface SolutionBody {
   id: number;
   likeCount: number;
   viewCount: number;
 }
 
+interface LikeBody {
+  id: number;
+  userId: number;
+  liked: boolean;
+  changed: boolean;
+  like_count: number;
+}
+
 // The sample app the README's first command starts, end to end over HTTP: its routes answer with live
-// counts, likes are exact under concurrency, an unlike below zero is refused, and the database gets
-// every change once flushed.
+// counts, each user's like counts once (however often and concurrently it is sent), and the database
+// gets every change once flushed.
 describe.each(DATABASES)('the sample app on %s', (databaseName) => {
   const prefix = uniquePrefix('sample');
   const redis = testRedis();
@@ -107,22 +102,69 @@ describe.each(DATABASES)('the sample app on %s', (databaseName) => {
     expect(Object.keys(response.body.routes)).toContain('GET /health/counters');
   });
 
-  it('counts likes, unlikes, views and submissions exactly, and flushes them into the database', async () => {
-    const before = (await request(http).get('/solutions/1').expect(200)).body as SolutionBody;
+  it("serves its page to browsers, and the page's data with live counts at /overview", async () => {
+    const page = await request(http).get('/').set('Accept', 'text/html,application/xhtml+xml,*/*;q=0.8').expect(200);
+    expect(page.headers['content-type']).toBe('text/html; charset=utf-8');
+    expect(page.headers['content-security-policy']).toContain("default-src 'self'");
+    expect(page.text).toContain('<script type="module" src="/assets/page.js"></script>');
+    const script = await request(http).get('/assets/page.js').expect(200);
+    expect(script.headers['content-type']).toBe('text/javascript; charset=utf-8');
+    await request(http).get('/assets/page.css').expect(200);
+    await request(http).get('/assets/..%2Fsrc%2Fmain.ts').expect(404);
 
-    // Five concurrent likes resolve with five consecutive values, each once (G2).
-    const likes = await Promise.all(
-      Array.from({ length: 5 }, () => request(http).post('/solutions/1/like').expect(200)),
-    );
-    const values = likes.map((response) => (response.body as { like_count: number }).like_count).sort((a, b) => a - b);
-    expect(values).toEqual([1, 2, 3, 4, 5].map((n) => before.likeCount + n));
-    expect((await request(http).delete('/solutions/1/like').expect(200)).body).toEqual({
+    const liked = (await request(http).post('/comments/2/like').set('X-User-Id', '1').expect(200)).body as LikeBody;
+    const { problems } = (await request(http).get('/overview').expect(200)).body as {
+      problems: { id: number; solutions: { id: number; comments: { id: number; likeCount: number }[] }[] }[];
+    };
+    expect(problems.map((problem) => problem.id)).toEqual([1, 2, 3]);
+    expect(problems[0]?.solutions.map((solution) => solution.id)).toEqual([1, 2]);
+    // The live value (flushed or not), from Redis through @LiveCounts() on nested relations.
+    expect(problems[0]?.solutions[0]?.comments.find((comment) => comment.id === 2)?.likeCount).toBe(liked.like_count);
+    await request(http).delete('/comments/2/like').set('X-User-Id', '1').expect(200);
+  });
+
+  it('counts likes per user, unlikes, views and submissions exactly, and flushes them into the database', async () => {
+    const before = (await request(http).get('/solutions/1').expect(200)).body as SolutionBody;
+    const like = (user: number) => request(http).post('/solutions/1/like').set('X-User-Id', String(user));
+
+    // Four users like at once: four consecutive values, each once (G2).
+    const likes = await Promise.all([1, 2, 3, 4].map((user) => like(user).expect(200)));
+    const values = likes.map((response) => (response.body as LikeBody).like_count).sort((a, b) => a - b);
+    expect(values).toEqual([1, 2, 3, 4].map((n) => before.likeCount + n));
+    expect(likes.every((response) => (response.body as LikeBody).changed)).toBe(true);
+
+    // A user who already likes it changes nothing, however many times at once.
+    const again = await Promise.all([1, 1, 1].map((user) => like(user).expect(200)));
+    for (const response of again) {
+      expect(response.body).toEqual({
+        id: 1,
+        userId: 1,
+        liked: true,
+        changed: false,
+        like_count: before.likeCount + 4,
+      });
+    }
+
+    const unlike = () => request(http).delete('/solutions/1/like').set('X-User-Id', '2').expect(200);
+    expect((await unlike()).body).toEqual({
       id: 1,
-      like_count: before.likeCount + 4,
+      userId: 2,
+      liked: false,
+      changed: true,
+      like_count: before.likeCount + 3,
+    });
+    expect((await unlike()).body).toMatchObject({ changed: false, like_count: before.likeCount + 3 });
+    expect((await request(http).get('/likes').set('X-User-Id', '2').expect(200)).body).toEqual({
+      solution: [],
+      comment: [],
+    });
+    expect((await request(http).get('/likes').set('X-User-Id', '1').expect(200)).body).toEqual({
+      solution: [1],
+      comment: [],
     });
 
     const after = (await request(http).get('/solutions/1').expect(200)).body as SolutionBody;
-    expect(after).toMatchObject({ id: 1, likeCount: before.likeCount + 4, viewCount: before.viewCount + 1 });
+    expect(after).toMatchObject({ id: 1, likeCount: before.likeCount + 3, viewCount: before.viewCount + 1 });
 
     const problem = (await request(http).get('/problems/1').expect(200)).body as {
       submissionCount: number;
@@ -141,9 +183,13 @@ describe.each(DATABASES)('the sample app on %s', (databaseName) => {
     const dataSource = app.get(DataSource);
     const [solution] = await dataSource.query('SELECT like_count, view_count FROM solutions WHERE id = 1');
     expect([Number(solution.like_count), Number(solution.view_count)]).toEqual([
-      before.likeCount + 4,
+      before.likeCount + 3,
       before.viewCount + 1,
     ]);
+    const [likeRows] = await dataSource.query(
+      "SELECT COUNT(*) AS n FROM likes WHERE target_type = 'solution' AND target_id = 1",
+    );
+    expect(Number(likeRows.n)).toBe(3);
     const [row] = await dataSource.query('SELECT submission_count, passed_count FROM problems WHERE id = 1');
     expect([Number(row.submission_count), Number(row.passed_count)]).toEqual([
       problem.submissionCount + 1,
@@ -151,18 +197,88 @@ describe.each(DATABASES)('the sample app on %s', (databaseName) => {
     ]);
   });
 
-  it('refuses an unlike below zero with 409, and an unknown solution with 404', async () => {
+  it('counts a comment like once per user, and refuses unknown users (401) and targets (404)', async () => {
     const created = await request(http)
       .post('/problems/1/solutions')
       .send({ title: 'Brute force', content: 'Try every pair.' })
       .expect(201);
     const solution = created.body as SolutionBody;
     expect(solution.likeCount).toBe(0);
-    await request(http).delete(`/solutions/${solution.id}/like`).expect(409);
-    await request(http).post('/solutions/999999/like').expect(404);
+    const path = `/solutions/${solution.id}/like`;
+
+    // Unliking what one never liked changes nothing: no row, no decrement, no 409.
+    expect((await request(http).delete(path).set('X-User-Id', '1').expect(200)).body).toMatchObject({
+      changed: false,
+      like_count: 0,
+    });
+    const sameUser = await Promise.all(
+      Array.from({ length: 5 }, () => request(http).post(path).set('X-User-Id', '3').expect(200)),
+    );
+    expect(sameUser.filter((response) => (response.body as LikeBody).changed)).toHaveLength(1);
+
+    const comment = (await request(http).post('/comments/1/like').set('X-User-Id', '4').expect(200)).body as LikeBody;
+    expect(comment).toMatchObject({ id: 1, userId: 4, liked: true, changed: true });
+    expect((await request(http).post('/comments/1/like').set('X-User-Id', '4').expect(200)).body).toEqual({
+      ...comment,
+      changed: false,
+    });
+    expect((await request(http).delete('/comments/1/like').set('X-User-Id', '4').expect(200)).body).toEqual({
+      ...comment,
+      liked: false,
+      like_count: comment.like_count - 1,
+    });
+
+    await request(http).post(path).expect(401);
+    await request(http).post(path).set('X-User-Id', 'ada').expect(401);
+    await request(http).post(path).set('X-User-Id', '999').expect(401);
+    await request(http).post('/solutions/999999/like').set('X-User-Id', '1').expect(404);
+    await request(http).delete('/comments/999999/like').set('X-User-Id', '1').expect(404);
+    const [orphans] = await app.get(DataSource).query('SELECT COUNT(*) AS n FROM likes WHERE target_id = 999999');
+    expect(Number(orphans.n)).toBe(0);
+
     expect((await request(http).get(`/solutions/${solution.id}`).expect(200)).body).toMatchObject({
-      likeCount: 0,
+      likeCount: 1,
       viewCount: 1,
     });
+  });
+
+  it("refuses state-changing requests from another site's pages, and takes the app's own and curl's", async () => {
+    const dataSource = app.get(DataSource);
+    const likeRows = async () =>
+      Number((await dataSource.query("SELECT COUNT(*) AS n FROM likes WHERE target_type = 'solution'"))[0].n);
+    const commentRows = async () => Number((await dataSource.query('SELECT COUNT(*) AS n FROM comments'))[0].n);
+    const [likesBefore, commentsBefore] = [await likeRows(), await commentRows()];
+    const likesOf2 = async () => ((await request(http).get('/solutions/2').expect(200)).body as SolutionBody).likeCount;
+    const countBefore = await likesOf2();
+
+    // What a form on https://evil.example posting here sends: a browser adds Origin and Sec-Fetch-Site.
+    const forged = await request(http)
+      .post('/solutions/1/comments')
+      .type('form')
+      .set({ Origin: 'https://evil.example', 'Sec-Fetch-Site': 'cross-site' })
+      .send({ content: 'forged' })
+      .expect(403);
+    expect(forged.body.message).toMatch(/^Cross-site request refused \(Sec-Fetch-Site: cross-site\)/);
+    await request(http).post('/solutions/2/like').set({ 'X-User-Id': '1', Origin: 'https://evil.example' }).expect(403);
+    await request(http).post('/solutions/2/like').set({ 'X-User-Id': '1', Origin: 'null' }).expect(403);
+    await request(http).post('/solutions/2/like').set({ 'X-User-Id': '1', 'Sec-Fetch-Site': 'same-site' }).expect(403);
+    await request(http)
+      .delete('/solutions/1/like')
+      .set({ 'X-User-Id': '1', Origin: 'http://evil.example' })
+      .expect(403);
+    expect([await likeRows(), await commentRows(), await likesOf2()]).toEqual([
+      likesBefore,
+      commentsBefore,
+      countBefore,
+    ]);
+
+    // The app's own page (same host in Origin, Sec-Fetch-Site same-origin) and curl (neither header) pass.
+    await request(http)
+      .post('/solutions/2/like')
+      .set({ Host: 'judge.example:3000', Origin: 'http://judge.example:3000', 'Sec-Fetch-Site': 'same-origin' })
+      .set('X-User-Id', '1')
+      .expect(200);
+    await request(http).post('/solutions/2/like').set('X-User-Id', '2').expect(200);
+    expect(await likesOf2()).toBe(countBefore + 2);
   });
 });

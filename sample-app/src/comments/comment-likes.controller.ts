@@ -1,20 +1,20 @@
 import { Controller, Delete, HttpCode, Param, ParseIntPipe, Post } from '@nestjs/common';
-import { CounterService } from 'nestjs-counter';
-import { Comment } from './comment.entity.js';
+import { LikesService, type LikeResult } from '../likes/likes.service.js';
+import { SignedInUser } from '../users/signed-in-user.decorator.js';
 
-/** Likes of a comment: 404 for a missing comment, 409 when unliking below zero. */
+/** The signed-in user's like of a comment: 401 without a known `X-User-Id`, 404 for a missing comment. */
 @Controller('comments/:id/like')
 export class CommentLikesController {
-  constructor(private readonly counters: CounterService) {}
+  constructor(private readonly likes: LikesService) {}
 
   @Post()
   @HttpCode(200)
-  async like(@Param('id', ParseIntPipe) id: number) {
-    return { id, like_count: await this.counters.increment(Comment, id, 'like_count') };
+  like(@SignedInUser() userId: number, @Param('id', ParseIntPipe) id: number): Promise<LikeResult> {
+    return this.likes.like(userId, 'comment', id);
   }
 
   @Delete()
-  async unlike(@Param('id', ParseIntPipe) id: number) {
-    return { id, like_count: await this.counters.decrement(Comment, id, 'like_count') };
+  unlike(@SignedInUser() userId: number, @Param('id', ParseIntPipe) id: number): Promise<LikeResult> {
+    return this.likes.unlike(userId, 'comment', id);
   }
 }

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
+import { LikesModule } from '../likes/likes.module.js';
 import { Solution } from '../solutions/solution.entity.js';
 import { CommentLikesController } from './comment-likes.controller.js';
 import { Comment } from './comment.entity.js';
@@ -8,7 +9,7 @@ import { CommentsService } from './comments.service.js';
 import { SolutionCommentsController } from './solution-comments.controller.js';
 
 @Module({
-  imports: [TypeOrmModule.forFeature([Comment, Solution])],
+  imports: [TypeOrmModule.forFeature([Comment, Solution]), LikesModule],
   controllers: [CommentsController, SolutionCommentsController, CommentLikesController],
   providers: [CommentsService],
 })

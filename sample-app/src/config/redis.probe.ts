@@ -5,7 +5,7 @@ const TIMEOUT_MS = 2000;
 
 /**
  * Connects to Redis once and pings it, within 2 s. Resolves with undefined when Redis answers, or with
- * one line that says what is wrong and how to fix it.
+ * one sentence that says what is wrong.
  */
 export async function probeRedis(url: string): Promise<string | undefined> {
   let cause: Error | undefined; // the socket error; connect() itself only rejects with "Connection is closed."
@@ -28,7 +28,7 @@ export async function probeRedis(url: string): Promise<string | undefined> {
     ]);
     return undefined;
   } catch (error) {
-    return `Cannot reach Redis at ${redact(url)} (${(cause ?? (error as Error)).message}). Start Redis or set REDIS_URL.`;
+    return `Cannot reach Redis at ${redact(url)} (${(cause ?? (error as Error)).message}).`;
   } finally {
     deadline.abort();
     client.disconnect();
@@ -36,7 +36,7 @@ export async function probeRedis(url: string): Promise<string | undefined> {
 }
 
 /** The URL without its password, fit for a log line. */
-function redact(url: string): string {
+export function redact(url: string): string {
   try {
     const parsed = new URL(url);
     if (parsed.password) parsed.password = '***';

@@ -75,6 +75,9 @@ export const DEMO_PROBLEMS: DemoProblem[] = [
   },
 ];
 
+/** The users the page lets one sign in as. */
+export const DEMO_USERS = ['Ada', 'Grace', 'Alan', 'Edsger'];
+
 /** Comments of a solution, replies included. */
 export const countComments = (comments: DemoComment[]): number =>
   comments.reduce((sum, comment) => sum + 1 + countComments(comment.replies ?? []), 0);

@@ -3,7 +3,8 @@ import { DataSource, type EntityManager } from 'typeorm';
 import { Comment } from '../comments/comment.entity.js';
 import { Problem } from '../problems/problem.entity.js';
 import { Solution } from '../solutions/solution.entity.js';
-import { countComments, DEMO_PROBLEMS, type DemoComment } from './demo-data.fixtures.js';
+import { User } from '../users/user.entity.js';
+import { countComments, DEMO_PROBLEMS, DEMO_USERS, type DemoComment } from './demo-data.fixtures.js';
 import { StaleCountersCleaner } from './stale-counters.cleaner.js';
 
 /**
@@ -20,10 +21,19 @@ export class DemoDataSeeder implements OnModuleInit {
   ) {}
 
   async onModuleInit(): Promise<void> {
+    await this.seedUsers();
     if ((await this.dataSource.getRepository(Problem).count()) > 0) return;
     await this.staleCounters.clear();
     await this.dataSource.transaction((manager) => this.seed(manager));
     this.logger.log(`Created ${DEMO_PROBLEMS.length} demo problems with their solutions and comments.`);
+  }
+
+  /** Apart from the problems, so that a database made before users existed gets them too. */
+  private async seedUsers(): Promise<void> {
+    const users = this.dataSource.getRepository(User);
+    if ((await users.count()) > 0) return;
+    await users.save(DEMO_USERS.map((name) => users.create({ name })));
+    this.logger.log(`Created ${DEMO_USERS.length} demo users: ${DEMO_USERS.join(', ')}.`);
   }
 
   private async seed(manager: EntityManager): Promise<void> {

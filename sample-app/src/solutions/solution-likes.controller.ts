@@ -1,20 +1,20 @@
 import { Controller, Delete, HttpCode, Param, ParseIntPipe, Post } from '@nestjs/common';
-import { CounterService } from 'nestjs-counter';
-import { Solution } from './solution.entity.js';
+import { LikesService, type LikeResult } from '../likes/likes.service.js';
+import { SignedInUser } from '../users/signed-in-user.decorator.js';
 
-/** Likes of a solution: 404 for a missing solution, 409 when unliking below zero. */
+/** The signed-in user's like of a solution: 401 without a known `X-User-Id`, 404 for a missing solution. */
 @Controller('solutions/:id/like')
 export class SolutionLikesController {
-  constructor(private readonly counters: CounterService) {}
+  constructor(private readonly likes: LikesService) {}
 
   @Post()
   @HttpCode(200)
-  async like(@Param('id', ParseIntPipe) id: number) {
-    return { id, like_count: await this.counters.increment(Solution, id, 'like_count') };
+  like(@SignedInUser() userId: number, @Param('id', ParseIntPipe) id: number): Promise<LikeResult> {
+    return this.likes.like(userId, 'solution', id);
   }
 
   @Delete()
-  async unlike(@Param('id', ParseIntPipe) id: number) {
-    return { id, like_count: await this.counters.decrement(Solution, id, 'like_count') };
+  unlike(@SignedInUser() userId: number, @Param('id', ParseIntPipe) id: number): Promise<LikeResult> {
+    return this.likes.unlike(userId, 'solution', id);
   }
 }

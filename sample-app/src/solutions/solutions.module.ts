@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
+import { LikesModule } from '../likes/likes.module.js';
 import { Problem } from '../problems/problem.entity.js';
 import { ProblemSolutionsController } from './problem-solutions.controller.js';
 import { SolutionLikesController } from './solution-likes.controller.js';
@@ -8,7 +9,7 @@ import { SolutionsController } from './solutions.controller.js';
 import { SolutionsService } from './solutions.service.js';
 
 @Module({
-  imports: [TypeOrmModule.forFeature([Solution, Problem])],
+  imports: [TypeOrmModule.forFeature([Solution, Problem]), LikesModule],
   controllers: [SolutionsController, ProblemSolutionsController, SolutionLikesController],
   providers: [SolutionsService],
 })

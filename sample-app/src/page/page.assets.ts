@@ -1,0 +1,35 @@
+import { readFileSync } from 'node:fs';
+import { Injectable } from '@nestjs/common';
+
+/** A file of the page, with the Content-Type it is served as. */
+export interface PageAsset {
+  type: string;
+  content: string;
+}
+
+/** sample-app/public/, from src/page/ or dist/page/ alike. */
+const PUBLIC_DIRECTORY = new URL('../../public/', import.meta.url);
+
+const TYPES: Record<string, string> = {
+  'index.html': 'text/html; charset=utf-8',
+  'page.js': 'text/javascript; charset=utf-8',
+  'page.css': 'text/css; charset=utf-8',
+};
+
+/**
+ * The page's files, read once at startup. Only these names are served, so no request path ever
+ * reaches the file system.
+ */
+@Injectable()
+export class PageAssets {
+  private readonly assets = new Map(
+    Object.entries(TYPES).map(([name, type]) => [
+      name,
+      { type, content: readFileSync(new URL(name, PUBLIC_DIRECTORY), 'utf8') },
+    ]),
+  );
+
+  get(name: string): PageAsset | undefined {
+    return this.assets.get(name);
+  }
+}
