@@ -113,7 +113,9 @@ export class CounterFlushScheduler implements OnApplicationBootstrap, BeforeAppl
     } catch (error) {
       throw new CounterConfigurationError(MESSAGES.badCron(expression, (error as Error).message), { cause: error });
     }
-    registry.addCronJob(this.jobName, job);
+    // Our `cron` and @nestjs/schedule's may be two copies (6.0 pins 4.3.0): the registry only stores the
+    // job and stops it, which every 4.x does alike, so the other copy's type is taken as is.
+    registry.addCronJob(this.jobName, job as unknown as Parameters<SchedulerRegistry['addCronJob']>[1]);
     job.start();
   }
 

@@ -49,8 +49,8 @@ export class CounterHealthIndicator {
           ? MESSAGES.healthBacklogOld(age, degradedAfterMs)
           : undefined;
     // Terminus 11 has no degraded status (it would drop the indicator from its result): up, with the figures.
-    const degraded = (session as Partial<typeof session>).degraded?.bind(session);
-    if (degradation && degraded) return degraded({ message: degradation, ...status });
+    const { degraded } = session as unknown as { degraded?: (data: object) => HealthIndicatorResult<Key> };
+    if (degradation && degraded) return degraded.call(session, { message: degradation, ...status });
     return session.up({ ...status });
   }
 }

@@ -1,36 +1,21 @@
 import { SchedulerRegistry } from '@nestjs/schedule';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { CounterConfigurationError, type CounterModuleOptions } from '../../lib/index.js';
 import { Article } from '../fixtures/entities.js';
-import { startCounterApp, type CounterApp } from '../support/counter-app.js';
-import { createTestDatabase, type TestDatabase } from '../support/databases.js';
-import { deleteKeys, testRedis, uniquePrefix } from '../support/redis.js';
+import type { CounterApp } from '../support/counter-app.js';
+import { useCounterApps } from '../support/counter-apps.js';
 import { articleCounts, insertArticles } from '../support/rows.js';
 
 // `flushCron`: the scheduled flush as a cron job of the app's SchedulerRegistry instead of an interval.
 describe('the flush on a cron expression', () => {
-  const redis = testRedis();
-  const prefixes: string[] = [];
-  let database: TestDatabase;
+  const apps = useCounterApps('cron');
 
-  beforeAll(async () => {
-    database = await createTestDatabase('sqlite');
-  });
-
-  afterAll(async () => {
-    await database?.drop();
-    for (const prefix of prefixes) await deleteKeys(redis, prefix);
-    redis.disconnect();
-  });
-
-  function start(counter: CounterModuleOptions, synchronize = false): Promise<CounterApp> {
-    const keyPrefix = uniquePrefix('cron');
-    prefixes.push(keyPrefix);
-    return startCounterApp({ database: database.options, keyPrefix, synchronize, counter });
+  function start(counter: CounterModuleOptions): Promise<CounterApp> {
+    return apps.start({ counter });
   }
 
   it('registers a cron job that flushes, and removes it at shutdown', async () => {
-    const app = await start({ flushEnabled: true, flushCron: '* * * * * *', flushOnShutdown: false }, true);
+    const app = await start({ flushEnabled: true, flushCron: '* * * * * *', flushOnShutdown: false });
     const scheduler = app.app.get(SchedulerRegistry);
     try {
       const jobs = [...scheduler.getCronJobs().keys()].filter((name) => name.startsWith('counter:flush:'));

@@ -1,13 +1,12 @@
 import { ServiceUnavailableException } from '@nestjs/common';
 import { HealthCheckService, HealthIndicatorService, TerminusModule } from '@nestjs/terminus';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { CounterConfigurationError, CounterHealthIndicator, type CounterHealthOptions } from '../../lib/index.js';
 import { CounterDatabase } from '../../lib/sql/counter.database.js';
 import { Article } from '../fixtures/entities.js';
-import { startCounterApp, type CounterApp } from '../support/counter-app.js';
-import { createTestDatabase, type TestDatabase } from '../support/databases.js';
+import type { CounterApp } from '../support/counter-app.js';
+import { useCounterApps } from '../support/counter-apps.js';
 import { freePort } from '../support/free-port.js';
-import { deleteKeys, testRedis, uniquePrefix } from '../support/redis.js';
 import { insertArticles } from '../support/rows.js';
 
 /** Whether the installed Terminus (12, not 11) has the degraded status. */
@@ -29,36 +28,15 @@ const IDLE = {
 
 // CounterHealthIndicator in a real HealthCheckService (README, "Health"), on the installed Terminus.
 describe(`the health indicator on Terminus ${terminusHasDegraded ? '12' : '11'}`, () => {
-  const redis = testRedis();
-  const prefixes: string[] = [];
-  const apps: CounterApp[] = [];
-  let database: TestDatabase;
-
-  beforeAll(async () => {
-    database = await createTestDatabase('sqlite');
-  });
+  const apps = useCounterApps('health');
 
   afterEach(() => vi.restoreAllMocks());
 
-  afterAll(async () => {
-    for (const app of apps) await app.close();
-    await database?.drop();
-    for (const prefix of prefixes) await deleteKeys(redis, prefix);
-    redis.disconnect();
-  });
-
-  async function start(redisUrl?: string): Promise<CounterApp> {
-    const keyPrefix = uniquePrefix('health');
-    prefixes.push(keyPrefix);
-    const app = await startCounterApp({
-      database: database.options,
-      keyPrefix,
-      synchronize: apps.length === 0,
+  function start(redisUrl?: string): Promise<CounterApp> {
+    return apps.start({
       counter: { flushOnShutdown: false, ...(redisUrl ? { redis: redisUrl } : {}) },
       imports: [TerminusModule.forRoot({ logger: false })],
     });
-    apps.push(app);
-    return app;
   }
 
   /** The health check as a controller runs it: the result, or the 503's body. */
@@ -160,7 +138,7 @@ describe(`the health indicator on Terminus ${terminusHasDegraded ? '12' : '11'}`
   });
 
   it('refuses options that cannot work', async () => {
-    const indicator = apps[0].app.get(CounterHealthIndicator);
+    const indicator = (await start()).app.get(CounterHealthIndicator);
     await expect(indicator.isHealthy('counters', { degradedAfterMs: 0 })).rejects.toThrow(CounterConfigurationError);
     await expect(indicator.isHealthy('counters', { downAfterFailedFlushes: 1.5 })).rejects.toThrow(
       'CounterHealthIndicator.isHealthy() option "downAfterFailedFlushes" must be a positive integer; got 1.5.',
