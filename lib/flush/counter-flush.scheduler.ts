@@ -13,6 +13,7 @@ import { MESSAGES } from '../counter.messages.js';
 import { CounterConfigurationError } from '../exceptions/counter-configuration.error.js';
 import type { ResolvedCounterOptions } from '../interfaces/counter-module-options.interface.js';
 import { CounterFlusher } from './counter.flusher.js';
+import { addCronJob } from '../peer-compat.js';
 import { loadCronJob } from './cron-job.loader.js';
 import { FlushRecord } from './flush.record.js';
 
@@ -113,9 +114,7 @@ export class CounterFlushScheduler implements OnApplicationBootstrap, BeforeAppl
     } catch (error) {
       throw new CounterConfigurationError(MESSAGES.badCron(expression, (error as Error).message), { cause: error });
     }
-    // Our `cron` and @nestjs/schedule's may be two copies (6.0 pins 4.3.0): the registry only stores the
-    // job and stops it, which every 4.x does alike, so the other copy's type is taken as is.
-    registry.addCronJob(this.jobName, job as unknown as Parameters<SchedulerRegistry['addCronJob']>[1]);
+    addCronJob(registry, this.jobName, job);
     job.start();
   }
 

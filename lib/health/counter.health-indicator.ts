@@ -5,6 +5,7 @@ import { resolveHealthOptions } from '../counter-options.js';
 import { CounterService } from '../counter.service.js';
 import type { CounterHealthOptions } from '../interfaces/counter-health-options.interface.js';
 import type { CounterStatus } from '../interfaces/counter-status.interface.js';
+import { degradedOf } from '../peer-compat.js';
 import { terminusHealthIndicators } from './terminus.loader.js';
 
 /**
@@ -49,8 +50,8 @@ export class CounterHealthIndicator {
           ? MESSAGES.healthBacklogOld(age, degradedAfterMs)
           : undefined;
     // Terminus 11 has no degraded status (it would drop the indicator from its result): up, with the figures.
-    const { degraded } = session as unknown as { degraded?: (data: object) => HealthIndicatorResult<Key> };
-    if (degradation && degraded) return degraded.call(session, { message: degradation, ...status });
+    const degraded = degradedOf<Key>(session);
+    if (degradation && degraded) return degraded({ message: degradation, ...status });
     return session.up({ ...status });
   }
 }

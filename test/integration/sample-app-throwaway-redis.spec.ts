@@ -8,6 +8,7 @@ import { Redis } from 'ioredis';
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../support/free-port.js';
+import { RESP2 } from '../support/redis.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const require = createRequire(import.meta.url);
@@ -104,7 +105,7 @@ describe('the sample app without a Redis to reach', () => {
     );
     await waitFor(app, /Online judge listening/);
     expect(app.output()).toContain(`Nothing answers at ${env.REDIS_URL}`);
-    const redis = new Redis(url as string, { protocol: 2 });
+    const redis = new Redis(url as string, RESP2);
     try {
       // Loopback only, no persistence, a directory of its own.
       const setting = async (name: string) => ((await redis.config('GET', name)) as string[])[1] as string;
