@@ -16,7 +16,7 @@ STACK=(
   @nestjs/schedule@6.0.0
   @nestjs/typeorm@11.0.0
   typeorm@0.3.20
-  ioredis@5.4.0
+  ioredis@5.4.1 # 5.4.0 prints a debug line on every reply when socketTimeout is set
   @nestjs/terminus@11.0.0
   prom-client@15.0.0
   better-sqlite3@9.6.0 # the newest TypeORM 0.3.20 accepts
