@@ -79,7 +79,10 @@ export class CounterEntityExplorer implements OnModuleInit {
       if (!Number.isSafeInteger(declaredMin) || !Number.isSafeInteger(declaredMax) || min > max) {
         throw new InvalidCounterDefinitionError(MESSAGES.badBounds(name, counterName));
       }
-      counters.push({ name: counterName, propertyName, column, min, max });
+      if (options.source !== undefined && typeof options.source !== 'function') {
+        throw new InvalidCounterDefinitionError(MESSAGES.badSource(name, counterName));
+      }
+      counters.push({ name: counterName, propertyName, column, min, max, source: options.source });
     }
     const primary = metadata.primaryColumns[0];
     const primaryType = this.typeOf(primary);

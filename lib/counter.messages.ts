@@ -14,8 +14,21 @@ export const MESSAGES = {
     `${entity} has no counter named "${counter}". Its counters are: ${known.join(', ')}.`,
   invalidDelta: (delta: unknown) =>
     `A counter can only change by a safe integer (between -(2^53-1) and 2^53-1); got ${String(delta)}.`,
+  invalidValue: (value: unknown) =>
+    `A counter can only be set to a safe integer (between -(2^53-1) and 2^53-1); got ${String(value)}.`,
   invalidId: (entity: string, id: unknown, expected: string) =>
     `${entity} ids must be ${expected}; got ${typeof id === 'string' ? `"${id}"` : String(id)}.`,
+  badSource: (entity: string, counter: string) =>
+    `${entity}.${counter} declares a source that is not a function: give @Counted() { source: (ids, manager) => … }.`,
+  noSource: (entity: string, counter: string) =>
+    `${entity}.${counter} declares no source, so it cannot be recounted or audited: give it one with ` +
+    `@Counted('${counter}', { source: (ids, manager) => … }).`,
+  badSourceValue: (entity: string, counter: string, id: unknown, value: unknown) =>
+    `The source of ${entity}.${counter} gave ${typeof value === 'string' ? `"${value}"` : String(value)} for id ` +
+    `${String(id)}; a source must give safe integers.`,
+  recountProgress: (entity: string, counter: string, checked: number, corrected: number, cursor: unknown) =>
+    `Recounting ${entity}.${counter}: ${checked} rows checked, ${corrected} corrected; ` +
+    `resume after id ${String(cursor)}.`,
   idOutOfRange: (entity: string, id: unknown, min: bigint, max: bigint) =>
     `${entity} ids must be integers in [${min}, ${max}], the range of its primary column's type; got ` +
     `${typeof id === 'string' ? `"${id}"` : String(id)}.`,

@@ -3,6 +3,7 @@ import type { EntityMetadata } from 'typeorm';
 import { MESSAGES } from './counter.messages.js';
 import { UnknownCountedEntityError } from './exceptions/unknown-counted-entity.error.js';
 import { UnknownCounterError } from './exceptions/unknown-counter.error.js';
+import type { CounterSource } from './interfaces/counted-options.interface.js';
 import type { EntityClass } from './interfaces/entity-class.interface.js';
 
 /** TypeORM's column metadata, named from the package's root: a deep import would tie us to its file layout. */
@@ -19,6 +20,8 @@ export interface CounterField {
   name: string;
   propertyName: string;
   column: ColumnMetadata;
+  /** Where its true value comes from, if declared (`recount`, `audit`). */
+  source?: CounterSource;
   min: number;
   max: number;
 }

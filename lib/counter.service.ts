@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
+import type { DataSource } from 'typeorm';
 import { collectCountedInstances } from './counted-instances.js';
 import { CounterFlusher } from './flush/counter.flusher.js';
 import { FlushRecord } from './flush/flush.record.js';
@@ -6,7 +7,7 @@ import { MESSAGES } from './counter.messages.js';
 import { CounterReader, type RowRequest } from './counter.reader.js';
 import { CounterRegistry, type CountedEntity, type CounterField } from './counter.registry.js';
 import { toRowId, type RowId } from './row-id.js';
-import { COUNTER_INSTRUMENTS, SEED_ATTEMPTS } from './counter.constants.js';
+import { COUNTER_DATA_SOURCE, COUNTER_INSTRUMENTS, SEED_ATTEMPTS } from './counter.constants.js';
 import { CounterOutOfRangeError } from './exceptions/counter-out-of-range.error.js';
 import { CounterRowNotFoundError } from './exceptions/counter-row-not-found.error.js';
 import { CounterSeedContentionError } from './exceptions/counter-seed-contention.error.js';
@@ -15,8 +16,12 @@ import { InvalidCounterDeltaError } from './exceptions/invalid-counter-delta.err
 import type { CounterStatus } from './interfaces/counter-status.interface.js';
 import type { EntityClass } from './interfaces/entity-class.interface.js';
 import type { FlushReport } from './interfaces/flush-report.interface.js';
+import type { AuditOptions, AuditReport, RecountOptions, RecountReport } from './interfaces/reconcile.interface.js';
+import { CounterReconciler } from './reconcile/counter.reconciler.js';
+import { CountedRowsQuery } from './sql/counted-rows.query.js';
+import { CounterDatabase } from './sql/counter.database.js';
 import type { CounterInstruments } from './metrics/counter.instruments.js';
-import { CounterKeys } from './redis/counter.keys.js';
+import { CounterKeys, type ShardKeys } from './redis/counter.keys.js';
 import { CounterStore } from './redis/counter.store.js';
 import { FlushStore } from './redis/flush.store.js';
 import type { IncrementOutcome, IncrementRequest } from './redis/increment.batcher.js';
@@ -35,7 +40,19 @@ export class CounterService {
     private readonly record: FlushRecord,
     private readonly flushStore: FlushStore,
     @Inject(COUNTER_INSTRUMENTS) private readonly instruments: CounterInstruments,
-  ) {}
+    @Inject(COUNTER_DATA_SOURCE) dataSource: DataSource,
+    database: CounterDatabase,
+  ) {
+    const counters = {
+      live: this.liveValues.bind(this),
+      add: (counted: CountedEntity, field: CounterField, id: string | number, delta: number) =>
+        this.increment(counted.target, id, field.name, delta),
+    };
+    const rows = new CountedRowsQuery(dataSource, database.dialect);
+    this.reconciler = new CounterReconciler(counters, rows, dataSource.manager, this.logger);
+  }
+
+  private readonly reconciler: CounterReconciler;
 
   /**
    * Adds `by` (default 1) to a counter, atomically, and resolves with its new value. One Redis round trip
@@ -120,6 +137,47 @@ export class CounterService {
     return value;
   }
 
+  /**
+   * Sets a counter to `value` and resolves with the live value it replaced. The difference is a change
+   * like any other: once flushed, the database holds `value` plus the changes made after the set.
+   * @throws as `increment`; CounterOutOfRangeError when `value` is outside the counter's bounds
+   */
+  async set(entity: EntityClass, id: string | number, counter: string, value: number): Promise<number> {
+    if (typeof value !== 'number' || !Number.isSafeInteger(value)) {
+      throw new InvalidCounterDeltaError(MESSAGES.invalidValue(value));
+    }
+    const row = this.address(entity, id, counter);
+    const { field, shard, encodedId } = row;
+    const request = { shard, encodedId, counter: field.name, value, min: field.min, max: field.max };
+    const outcome = await this.store.set(request);
+    if (outcome.kind === 'applied') return outcome.value;
+    return this.finishChange(
+      row,
+      outcome,
+      () => this.store.set(request),
+      (current) => value - current,
+    );
+  }
+
+  /**
+   * Corrects the counter of the rows given, or of every row (walked in primary key order, `batchSize` at
+   * a time, progress logged), to the value its declared source gives (`@Counted({ source })`).
+   * @see README, "Recount and audit"
+   */
+  recount(entity: EntityClass, counter: string, options?: RecountOptions): Promise<RecountReport> {
+    const counted = this.registry.get(entity);
+    return this.reconciler.recount(counted, this.registry.counter(counted, counter), options);
+  }
+
+  /** Compares live values with the declared source, for the rows given, a random sample, or all; changes nothing. */
+  async audit(entity: EntityClass, counter: string, options?: AuditOptions): Promise<AuditReport> {
+    const counted = this.registry.get(entity);
+    const field = this.registry.counter(counted, counter);
+    const report = await this.reconciler.audit(counted, field, options);
+    this.instruments.audited(counted, field, report.drifted.length);
+    return report;
+  }
+
   /** Writes every pending change to the database now (the scheduled flush does the same). */
   flush(): Promise<FlushReport> {
     return this.flusher.flush();
@@ -167,14 +225,32 @@ export class CounterService {
   ): Promise<number> {
     try {
       const change = this.prepareChange(entity, id, counter, by, sign);
+      const { delta } = change.request;
       const outcome = await this.store.increment(change.request);
-      const value = outcome.kind === 'applied' ? outcome.value : await this.finishChange(change, outcome);
+      const value =
+        outcome.kind === 'applied'
+          ? outcome.value
+          : await this.finishChange(
+              change,
+              outcome,
+              () => this.store.increment(change.request),
+              () => delta,
+            );
       this.instruments.changed(change.counted, change.field);
       return value;
     } catch (error) {
       this.instruments.changeFailed(entity, counter, error);
       throw error;
     }
+  }
+
+  private async liveValues(counted: CountedEntity, field: CounterField, ids: ReadonlyArray<string | number>) {
+    const values = await this.reader.read(
+      ids.map((id) => ({ entity: counted, id: toRowId(counted, id) })),
+      false,
+    );
+    const index = counted.counters.indexOf(field);
+    return values.map((row) => row?.[index]);
   }
 
   /** Validates a change and addresses it. Throws the errors of invalid deltas, unknown names and invalid ids. */
@@ -188,17 +264,18 @@ export class CounterService {
     if (typeof by !== 'number' || !Number.isSafeInteger(by))
       throw new InvalidCounterDeltaError(MESSAGES.invalidDelta(by));
     const delta = by === 0 ? 0 : sign * by;
+    const row = this.address(entity, id, counter);
+    const { field, shard, encodedId } = row;
+    return { ...row, request: { shard, encodedId, counter: field.name, delta, min: field.min, max: field.max } };
+  }
+
+  /** A counter of a row: its entity, field, id and keys. Throws the errors of unknown names and invalid ids. */
+  private address(entity: EntityClass, id: unknown, counter: string): AddressedCounter {
     const counted = this.registry.get(entity);
     const field = this.registry.counter(counted, counter);
     const rowId = toRowId(counted, id);
     const encodedId = this.keys.encodeId(rowId.text);
-    const shard = this.keys.shard(counted.key, this.keys.shardOf(encodedId));
-    return {
-      counted,
-      field,
-      rowId,
-      request: { shard, encodedId, counter: field.name, delta, min: field.min, max: field.max },
-    };
+    return { counted, field, rowId, encodedId, shard: this.keys.shard(counted.key, this.keys.shardOf(encodedId)) };
   }
 
   /**
@@ -206,27 +283,37 @@ export class CounterService {
    * database and trying again, SEED_ATTEMPTS attempts in all.
    */
   private async finishChange(
-    { counted, field, rowId, request }: PreparedChange,
+    { counted, field, rowId }: AddressedCounter,
     first: IncrementOutcome,
+    retry: () => Promise<IncrementOutcome>,
+    deltaFrom: (current: number) => number,
   ): Promise<number> {
     let outcome = first;
     for (let attempt = 1; ; attempt++) {
       if (outcome.kind === 'applied') return outcome.value;
-      if (outcome.kind === 'out-of-range') throw outOfRange(counted, field, outcome.current, request.delta);
+      if (outcome.kind === 'out-of-range') {
+        throw outOfRange(counted, field, outcome.current, deltaFrom(outcome.current));
+      }
       if (attempt === SEED_ATTEMPTS) break;
       const seeded = await this.reader.ensureSeeded({ entity: counted, id: rowId });
       if (!seeded) throw new CounterRowNotFoundError(MESSAGES.rowNotFound(counted.name, rowId.text));
-      outcome = await this.store.increment(request);
+      outcome = await retry();
     }
     throw new CounterSeedContentionError(MESSAGES.seedContended(counted.name, rowId.text));
   }
 }
 
-/** A change, validated and addressed: what each attempt sends, and what its errors name. */
-interface PreparedChange {
+/** A counter of a row, validated and addressed: what its errors name, and where it lives. */
+interface AddressedCounter {
   counted: CountedEntity;
   field: CounterField;
   rowId: RowId;
+  encodedId: string;
+  shard: ShardKeys;
+}
+
+/** A change, validated and addressed: what each attempt sends. */
+interface PreparedChange extends AddressedCounter {
   request: IncrementRequest;
 }
 

@@ -1,9 +1,34 @@
+import type { EntityManager } from 'typeorm';
+
+/**
+ * Where a counter's true value comes from, for `recount` and `audit`: given ids (as the database returns
+ * them) and an `EntityManager`, resolves with each id's true value, as a `Map` or `[id, value]` pairs;
+ * an id left out counts as 0 (a `COUNT(*) … GROUP BY` has no row for it). Values may be numbers or their
+ * text (PostgreSQL returns `COUNT(*)` as text).
+ *
+ * @example
+ * ```ts
+ * source: async (ids, manager) => {
+ *   const rows = await manager.getRepository(Comment).createQueryBuilder('c')
+ *     .select('c.solutionId', 'id').addSelect('COUNT(*)', 'value')
+ *     .where('c.solutionId IN (:...ids)', { ids }).groupBy('c.solutionId').getRawMany();
+ *   return rows.map((row) => [row.id, row.value]);
+ * }
+ * ```
+ */
+export type CounterSource = (
+  ids: Array<string | number>,
+  manager: EntityManager,
+) => Promise<Iterable<readonly [id: string | number, value: number | string | bigint]>>;
+
 /** Options of `@Counted()`. */
 export interface CountedOptions {
   /** Smallest value the counter may take; a change that would go below it is refused. @default -(2^53-1) */
   min?: number;
   /** Largest value the counter may take; a change that would go above it is refused. @default 2^53-1 */
   max?: number;
+  /** The counter's true value, read by `CounterService.recount()` and `audit()`. @default none */
+  source?: CounterSource;
 }
 
 /** What `@Counted()` records on an entity class, one entry per decorated property. */

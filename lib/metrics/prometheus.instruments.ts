@@ -42,6 +42,7 @@ export class PrometheusInstruments implements CounterInstruments {
   private readonly flushDuration: Histogram;
   private readonly dataLosses: Counter;
   private readonly dumpFallbacks: Counter<'reason'>;
+  private readonly drifted: Gauge<'entity' | 'counter'>;
   private readonly backlog: BacklogSources;
   private readonly changesOf = new WeakMap<CounterField, { inc(): void }>();
 
@@ -83,6 +84,10 @@ export class PrometheusInstruments implements CounterInstruments {
       const help = 'Claimed batches read with HGETALL because Redis refused DUMP or gave an unreadable one.';
       return new Counter({ name, help, labelNames: ['reason'], registers });
     });
+    this.drifted = this.metric('drifted_rows', (name, registers) => {
+      const help = 'Rows whose live value differed from the source in the last audit of their counter.';
+      return new client.Gauge({ name, help, labelNames: ['entity', 'counter'], registers });
+    });
     this.backlog = this.backlogGauges();
   }
 
@@ -115,6 +120,10 @@ export class PrometheusInstruments implements CounterInstruments {
     this.flushDuration.observe(report.durationMs / 1_000);
     if (report.error) this.failedFlushes.inc();
     if (lostShards > 0) this.dataLosses.inc();
+  }
+
+  audited(entity: CountedEntity, counter: CounterField, drifted: number): void {
+    this.drifted.labels(entity.name, counter.name).set(drifted);
   }
 
   dumpFallback(reason: DumpFallbackReason): void {

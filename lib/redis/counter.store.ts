@@ -26,6 +26,14 @@ export interface ShardSeedRequest extends ShardRowsRequest {
 /** Per row: its live values, or null when it could not be loaded yet. Null for all: the generation moved. */
 export type ShardSeedResult = (number[] | null)[] | null;
 
+/** A counter of a row to set to `value` (see set.lua.ts). */
+export interface SetRequest extends Omit<IncrementRequest, 'delta'> {
+  value: number;
+}
+
+/** As an increment's, except that an applied set gives the live value it replaced. */
+export type SetOutcome = IncrementOutcome;
+
 /**
  * Live values in Redis: changes (batched per turn of the event loop), reads of rows, and loads of rows
  * from database values. Reads and loads of rows of several shards go in one script call per slot (one in
@@ -45,6 +53,18 @@ export class CounterStore {
   /** Changes one counter of one row (see increment.lua.ts). */
   increment(request: IncrementRequest): Promise<IncrementOutcome> {
     return this.increments.increment(request);
+  }
+
+  /** Sets one counter of one row (see set.lua.ts). */
+  async set({ shard, encodedId, counter, value, min, max }: SetRequest): Promise<SetOutcome> {
+    const keys = [shard.row(encodedId), shard.pending, shard.dirty, shard.generation];
+    const reply = (await this.runner.callOnShard(shard, (target, done) =>
+      target.nestjsCounterSet(keys.length, ...keys, this.rowTtlSeconds, encodedId, counter, value, min, max, done),
+    )) as [number, string | number];
+    const [kind, result] = reply;
+    if (kind === 0) return { kind: 'unseeded', generation: String(result) };
+    if (kind === 2) return { kind: 'out-of-range', current: Number(result) };
+    return { kind: 'applied', value: Number(result) };
   }
 
   /** Live values of rows grouped by shard (see read.lua.ts). */

@@ -7,6 +7,7 @@ import { INCREMENT_LUA } from './scripts/increment.lua.js';
 import { READ_LUA } from './scripts/read.lua.js';
 import { RELEASE_LUA } from './scripts/release.lua.js';
 import { SEED_LUA } from './scripts/seed.lua.js';
+import { SET_LUA } from './scripts/set.lua.js';
 import { STATUS_LUA } from './scripts/status.lua.js';
 
 export type Arg = string | number;
@@ -19,6 +20,7 @@ export const COUNTER_SCRIPTS = {
   nestjsCounterIncrement: INCREMENT_LUA,
   nestjsCounterRead: READ_LUA,
   nestjsCounterSeed: SEED_LUA,
+  nestjsCounterSet: SET_LUA,
   nestjsCounterClaim: CLAIM_LUA,
   nestjsCounterAck: ACK_LUA,
   nestjsCounterGiveBack: GIVE_BACK_LUA,

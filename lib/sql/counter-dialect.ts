@@ -61,6 +61,8 @@ export interface CounterDialect {
   isTransient(error: unknown): boolean;
   /** A deadlock: the server rolled this transaction back to let another one go on. */
   isDeadlock(error: unknown): boolean;
+  /** The SQL function that orders rows at random (a sample for `audit`). */
+  random: string;
   /** The statement's values were at fault (a data exception), not the database's availability. */
   isDataError(error: unknown): boolean;
 }

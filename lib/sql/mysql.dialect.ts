@@ -41,6 +41,7 @@ export const mysqlDialect: CounterDialect = {
     return errno === ER_LOCK_DEADLOCK || errno === ER_LOCK_WAIT_TIMEOUT;
   },
   isDeadlock: (error) => driverErrorOf(error).errno === ER_LOCK_DEADLOCK,
+  random: 'RAND()',
   isDataError: (error) => isDataException(driverErrorOf(error).sqlState),
 };
 

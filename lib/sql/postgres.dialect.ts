@@ -57,5 +57,6 @@ export const postgresDialect: CounterDialect = {
   isDuplicateKey: (error) => driverErrorOf(error).code === UNIQUE_VIOLATION,
   isTransient: (error) => TRANSIENT.has(driverErrorOf(error).code ?? ''),
   isDeadlock: (error) => driverErrorOf(error).code === DEADLOCK_DETECTED,
+  random: 'RANDOM()',
   isDataError: (error) => isDataException(driverErrorOf(error).code),
 };

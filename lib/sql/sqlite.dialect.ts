@@ -49,6 +49,7 @@ export const sqliteDialect: CounterDialect = {
   isTransient: (error) => String(driverErrorOf(error).code ?? '').startsWith('SQLITE_BUSY'),
   // One writer at a time: SQLite waits (busy) instead of deadlocking.
   isDeadlock: () => false,
+  random: 'RANDOM()',
   isDataError: (error) => SQLITE_DATA_ERRORS.has(String(driverErrorOf(error).code)),
 };
 

@@ -133,6 +133,10 @@ describe.runIf(TOPOLOGIES.includes('cluster'))('hash slots of every command on a
     for (const id of articleIds) likes.set(id, likes.get(id)! + 1);
     expect(together).toEqual(articleIds.map((id) => likes.get(id)));
 
+    // A set: the difference goes in as a change of the row.
+    expect(await counters.set(Article, articleIds[1], 'like_count', 500)).toBe(likes.get(articleIds[1]));
+    likes.set(articleIds[1], 500);
+
     // Reads: one row, many rows, entities overlaid in place; the backlog.
     expect(await counters.get(Article, articleIds[3], 'like_count')).toBe(likes.get(articleIds[3]));
     const many = await counters.getMany(Article, articleIds, ['like_count']);

@@ -1,0 +1,46 @@
+/** The set script: see the comment at its top. */
+export const SET_LUA = String.raw`
+--[[
+Sets one counter of one row to a value: adds to it, as a change, the difference between the value and
+the live value it finds, so that the flush writes that difference with the other changes of the shard,
+exactly once. The live value already holds the changes pending and in flight, so once they are flushed
+the database holds the value too, plus whatever changed after the set.
+
+KEYS: the row's hash, its shard's pending hash, dirty set and generation (one slot).
+ARGV: row TTL (seconds), the encoded id, the counter, the value, min and max.
+Returns {1, the live value replaced} when set; {0, generation} when the row has no live value of the
+counter (nothing written: the caller loads the row and calls again); {2, current value} when the value
+is outside [min, max] or the difference is not a safe integer (nothing written).
+
+Invariant, as in increment.lua.ts: every row with a pending change is in the dirty set.
+]]
+
+local MAX_SAFE = 9007199254740991
+local ttl, id, counter, target, min, max = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5], ARGV[6]
+local field = 'v:' .. counter
+
+local function exact(number)
+  if number > -1e14 and number < 1e14 then return number end
+  return string.format('%.0f', number)
+end
+
+local value = redis.call('HGET', KEYS[1], field)
+if not value then return { 0, redis.call('GET', KEYS[4]) or '0' } end
+local current = tonumber(value)
+local delta = target - current
+if target < tonumber(min) or target > tonumber(max) or math.abs(delta) > MAX_SAFE then
+  return { 2, exact(current) }
+end
+if delta ~= 0 then
+  local text = exact(delta)
+  redis.call('HINCRBY', KEYS[1], field, text)
+  if redis.call('HINCRBY', KEYS[2], id .. ' ' .. counter, text) == delta then
+    -- A new pending change: the row joins the dirty set (NX keeps when it first became dirty).
+    if redis.call('HLEN', KEYS[2]) <= 1 then redis.call('HSET', KEYS[2], '#wide', string.rep('-', 65)) end
+    local now = redis.call('TIME')
+    redis.call('ZADD', KEYS[3], 'NX', now[1] * 1000 + math.floor(now[2] / 1000), id)
+    redis.call('EXPIRE', KEYS[1], ttl)
+  end
+end
+return { 1, exact(current) }
+`;
