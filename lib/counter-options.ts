@@ -50,8 +50,10 @@ export function resolveCounterOptions(options: CounterModuleOptions = {}): Resol
       MESSAGES.badOption('keyPrefix', resolved.keyPrefix, 'a non-empty string without "{" or "}"'),
     );
   }
-  if (typeof resolved.tracing !== 'boolean') {
-    throw new CounterConfigurationError(MESSAGES.badOption('tracing', resolved.tracing, 'true or false'));
+  for (const name of ['tracing', 'repairOnDataLoss'] as const) {
+    if (typeof resolved[name] !== 'boolean') {
+      throw new CounterConfigurationError(MESSAGES.badOption(name, resolved[name], 'true or false'));
+    }
   }
   return resolved;
 }

@@ -33,6 +33,7 @@ export const COUNTER_DEFAULTS = {
   databaseTimeoutMs: 10_000,
   metrics: false,
   tracing: false,
+  repairOnDataLoss: false,
 } as const;
 
 /** Prefix of the metric names where `metrics.prefix` is not set. */

@@ -1,3 +1,5 @@
+import type { CountedEntity } from './counter.registry.js';
+
 const entityLabel = (target: unknown): string =>
   typeof target === 'function' && target.name ? target.name : String(target);
 
@@ -98,11 +100,30 @@ export const MESSAGES = {
     `reported as failed could still be applied. Create it with { enableOfflineQueue: false, ` +
     `autoResendUnfulfilledCommands: false, socketTimeout } (a Cluster: also retryDelayOnFailover: 0, the others ` +
     `in redisOptions; see the README), or pass a URL or { clusterNodes } and let the module create it.`,
-  redisDataLost: (shards: number, lastFlush: Date | null) =>
-    `Redis lost the counter data of ${shards} shard(s) (a restart without persistence, a failover to a replica ` +
-    `that was behind, or eviction). Changes acknowledged ${lostSince(lastFlush)} ` +
-    `and not yet written to the database are lost, at most those; database values are intact and rows are ` +
-    `reloaded from the database.`,
+  redisDataLost: (shards: number, entities: string[], lastFlush: Date | null) =>
+    `Redis lost the counter data of ${shards} shard(s) of ${entities.join(', ')} (a restart without ` +
+    `persistence, a failover to a replica that was behind, or eviction). Changes acknowledged ` +
+    `${lostSince(lastFlush)} and not yet written to the database are lost, at most those; database values ` +
+    `are intact and rows are reloaded from the database.`,
+  dataLossRepair: (entities: CountedEntity[]) => {
+    const counters = entities.flatMap((entity) => entity.counters.map((counter) => ({ entity, counter })));
+    const sourced = counters.filter(({ counter }) => counter.source);
+    const unsourced = counters.filter(({ counter }) => !counter.source);
+    const named = (list: typeof counters) =>
+      list.map(({ entity, counter }) => `${entity.name}.${counter.name}`).join(', ');
+    return (
+      (sourced.length > 0
+        ? `To repair, recount ${named(sourced)} (CounterService.recount(), or the option repairOnDataLoss).`
+        : 'No counter of theirs declares a source to recount.') +
+      (unsourced.length > 0 ? ` What ${named(unsourced)} lost cannot be recovered: they declare no source.` : '')
+    );
+  },
+  repairDone: (counter: string, checked: number, corrected: number) =>
+    `Repaired ${counter} after a loss of Redis data: ${checked} rows checked against its source, ` +
+    `${corrected} corrected.`,
+  repairFailed: (counter: string, checked: number, reason: string) =>
+    `The repair of ${counter} after a loss of Redis data stopped after ${checked} rows: ${reason} ` +
+    `Run CounterService.recount() for it.`,
   databaseTimeout: (operation: string, timeoutMs: number) =>
     `The database did not answer within ${timeoutMs} ms (${operation}); counter changes stay in Redis and are ` +
     `written by a later flush.`,

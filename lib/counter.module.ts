@@ -11,6 +11,7 @@ import { CounterFlusher } from './flush/counter.flusher.js';
 import { FlushRecord } from './flush/flush.record.js';
 import { CounterHealthIndicator } from './health/counter.health-indicator.js';
 import { CounterInterceptor } from './interceptors/counter.interceptor.js';
+import { DataLossRepairer } from './reconcile/data-loss.repairer.js';
 import type { ResolvedCounterOptions } from './interfaces/counter-module-options.interface.js';
 import { NO_OP_INSTRUMENTS, type CounterInstruments } from './metrics/counter.instruments.js';
 import { PrometheusInstruments } from './metrics/prometheus.instruments.js';
@@ -82,6 +83,7 @@ import { OpenTelemetryTracer } from './tracing/opentelemetry.tracer.js';
     CounterService,
     CounterInterceptor,
     CounterHealthIndicator,
+    DataLossRepairer,
   ],
   exports: [CounterService, CounterInterceptor, CounterHealthIndicator],
 })

@@ -43,11 +43,7 @@ export class CounterService {
     @Inject(COUNTER_DATA_SOURCE) dataSource: DataSource,
     database: CounterDatabase,
   ) {
-    const counters = {
-      live: this.liveValues.bind(this),
-      add: (counted: CountedEntity, field: CounterField, id: string | number, delta: number) =>
-        this.increment(counted.target, id, field.name, delta),
-    };
+    const counters = { live: this.liveValues.bind(this), replace: this.replace.bind(this) };
     const rows = new CountedRowsQuery(dataSource, database.dialect);
     this.reconciler = new CounterReconciler(counters, rows, dataSource.manager, this.logger);
   }
@@ -149,14 +145,11 @@ export class CounterService {
     const row = this.address(entity, id, counter);
     const { field, shard, encodedId } = row;
     const request = { shard, encodedId, counter: field.name, value, min: field.min, max: field.max };
-    const outcome = await this.store.set(request);
+    // Without an expected value, a set never finds the row 'changed'.
+    const attempt = () => this.store.set(request) as Promise<IncrementOutcome>;
+    const outcome = await attempt();
     if (outcome.kind === 'applied') return outcome.value;
-    return this.finishChange(
-      row,
-      outcome,
-      () => this.store.set(request),
-      (current) => value - current,
-    );
+    return this.finishChange(row, outcome, attempt, (current) => value - current);
   }
 
   /**
@@ -242,6 +235,21 @@ export class CounterService {
       this.instruments.changeFailed(entity, counter, error);
       throw error;
     }
+  }
+
+  /** Sets a counter to `value` only while its live value is `expected`: false when it moved (or expired). */
+  private async replace(
+    counted: CountedEntity,
+    field: CounterField,
+    id: string | number,
+    expected: number,
+    value: number,
+  ) {
+    const { shard, encodedId } = this.address(counted.target, id, field.name);
+    const { min, max } = field;
+    const outcome = await this.store.set({ shard, encodedId, counter: field.name, value, min, max, expected });
+    if (outcome.kind === 'out-of-range') throw outOfRange(counted, field, outcome.current, value - outcome.current);
+    return outcome.kind === 'applied';
   }
 
   private async liveValues(counted: CountedEntity, field: CounterField, ids: ReadonlyArray<string | number>) {

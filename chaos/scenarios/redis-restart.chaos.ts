@@ -30,7 +30,7 @@ const LOAD_BEFORE_KILL_MS = 1_000;
 const DOWN_MS = 300;
 const LOAD_AFTER_RESTART_MS = 800;
 /** The start of the library's log line on a detected loss (its counts and dates follow). */
-const DATA_LOSS_LOG = MESSAGES.redisDataLost(0, null).split('0')[0];
+const DATA_LOSS_LOG = MESSAGES.redisDataLost(0, [], null).split('0')[0];
 
 interface RestartCase {
   label: string;

@@ -1,5 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { MESSAGES } from '../counter.messages.js';
+import type { CountedEntity } from '../counter.registry.js';
 import type { RedisDataLossReport } from '../interfaces/counter-status.interface.js';
 
 /** This instance's record of its flushes and of the Redis data losses it detected, for `status()`. */
@@ -23,8 +24,20 @@ export class FlushRecord {
     this.consecutiveFailedFlushes++;
   }
 
-  redisDataLost(shards: number): void {
-    this.lastRedisDataLoss = { detectedAt: new Date(), shards, lastSuccessfulFlushAt: this.lastSuccessfulFlushAt };
-    this.logger.error(MESSAGES.redisDataLost(shards, this.lastSuccessfulFlushAt));
+  private readonly lossListeners: Array<(entities: CountedEntity[]) => void> = [];
+
+  redisDataLost(shards: number, entities: CountedEntity[]): void {
+    const sorted = [...entities].sort((a, b) => a.name.localeCompare(b.name));
+    const repair = MESSAGES.dataLossRepair(sorted);
+    const names = sorted.map((entity) => entity.name);
+    const lastSuccessfulFlushAt = this.lastSuccessfulFlushAt;
+    this.lastRedisDataLoss = { detectedAt: new Date(), shards, entities: names, repair, lastSuccessfulFlushAt };
+    this.logger.error(`${MESSAGES.redisDataLost(shards, names, lastSuccessfulFlushAt)} ${repair}`);
+    for (const listener of this.lossListeners) listener(entities);
+  }
+
+  /** Calls `listener` with the entities concerned each time a loss of Redis data is detected. */
+  onRedisDataLoss(listener: (entities: CountedEntity[]) => void): void {
+    this.lossListeners.push(listener);
   }
 }

@@ -42,9 +42,15 @@ export class FlushRun {
   shardsLeft: ShardWork[] = [];
   /** Shards the backlog showed something waiting in. */
   shardsWithWork = 0;
-  /** Shards whose data Redis lost. */
+  /** Shards whose data Redis lost, and their entities. */
   lostShards = 0;
+  readonly lostEntities = new Set<CountedEntity>();
   private readonly started = performance.now();
+
+  shardLost(entity: CountedEntity): void {
+    this.lostShards++;
+    this.lostEntities.add(entity);
+  }
 
   /** The shards with work, in a random order: each instance its own, so that instances spread over shards. */
   setShards(shards: ShardWork[]): void {

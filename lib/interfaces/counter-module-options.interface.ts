@@ -138,6 +138,13 @@ export interface CounterModuleOptions {
    * @default false
    */
   tracing?: boolean;
+  /**
+   * When a flush detects that Redis lost data, recount, in the background, the counters of the entities
+   * concerned that declare a source (`@Counted({ source })`), once per detected loss. Off, the log and
+   * `status().lastRedisDataLoss` name the recount to run.
+   * @default false
+   */
+  repairOnDataLoss?: boolean;
 }
 
 /** Where and how the module registers its Prometheus metrics. */

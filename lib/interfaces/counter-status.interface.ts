@@ -4,6 +4,10 @@ export interface RedisDataLossReport {
   detectedAt: Date;
   /** Shards whose data was gone. */
   shards: number;
+  /** The entities (class names) of those shards. */
+  entities: string[];
+  /** What to run to repair their counters: a recount of each counter that declares a source. */
+  repair: string;
   /**
    * This instance's last successful flush before the loss. Changes acknowledged before it are in the
    * database; the ones after it and not yet flushed are what was lost, at most.

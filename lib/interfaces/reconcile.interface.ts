@@ -15,7 +15,7 @@ export interface RecountCorrection {
   id: string | number;
   /** The live value it found. */
   was: number;
-  /** The source's value, which the difference was added for (changes made since come on top). */
+  /** The source's value, which the counter was set to. */
   now: number;
 }
 
@@ -24,6 +24,8 @@ export interface RecountReport {
   /** Rows compared with the source (rows missing from the database are not). */
   checked: number;
   corrected: RecountCorrection[];
+  /** Rows whose live value kept changing while they were compared (three times): recount them again. */
+  skipped: Array<string | number>;
   /** Where a walk stopped at `limit`, to pass as `after`; null when it reached the end (or ids were given). */
   cursor: string | number | null;
 }

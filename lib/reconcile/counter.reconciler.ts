@@ -11,6 +11,8 @@ import type { CountedRowsQuery } from '../sql/counted-rows.query.js';
 
 /** Rows read from the source and compared per step, unless the caller says otherwise. */
 const DEFAULT_BATCH_SIZE = 1000;
+/** Times a row that keeps changing is read and compared again before the recount leaves it (`skipped`). */
+const RECOUNT_ROUNDS = 3;
 
 /** What the reconciler needs of the service: live values (loading rows Redis lacks), and changes. */
 export interface ReconciledCounters {
@@ -20,17 +22,25 @@ export interface ReconciledCounters {
     field: CounterField,
     ids: ReadonlyArray<string | number>,
   ): Promise<Array<number | undefined>>;
-  /** Adds `delta` to the counter, as `increment` does. */
-  add(entity: CountedEntity, field: CounterField, id: string | number, delta: number): Promise<number>;
+  /** Sets the counter to `value` only while its live value is `expected`; false when it moved. */
+  replace(
+    entity: CountedEntity,
+    field: CounterField,
+    id: string | number,
+    expected: number,
+    value: number,
+  ): Promise<boolean>;
 }
 
 /**
  * Compares counters with their declared source (`@Counted({ source })`) and corrects those that differ.
- * A step reads the source for a batch of rows, then their live values, and adds to each counter the
- * difference: a change made after those reads stays counted. A change whose source row was committed
- * before the source read and counted after the live read is counted twice; one committed after the
- * source read and counted before the live read is missed. That window, the commit-to-increment delay
- * plus the gap between the two reads, is the only one left (docs/DESIGN.md, G9).
+ * A step reads the source for a batch of rows, then their live values, and sets each counter that differs
+ * to its source value only if its live value is still the one read: a row changed since (a change, or
+ * another recount) is read and compared again, so a change made after the reads is never undone or
+ * counted twice. What is left: a source row committed before the source read and counted after the live
+ * read is counted twice; one committed after the source read and counted before the live read is missed.
+ * That window, the commit-to-increment delay plus the gap between the two reads, is named in
+ * docs/DESIGN.md (G9).
  */
 export class CounterReconciler {
   constructor(
@@ -42,28 +52,27 @@ export class CounterReconciler {
 
   async recount(entity: CountedEntity, field: CounterField, options: RecountOptions = {}): Promise<RecountReport> {
     const source = sourceOf(entity, field);
-    const report: RecountReport = { checked: 0, corrected: [], cursor: null };
+    const report: RecountReport = { checked: 0, corrected: [], skipped: [], cursor: null };
     for await (const ids of this.batches(entity, options, report)) {
-      const truth = await this.sourceValues(entity, field, source, ids);
-      const live = await this.counters.live(entity, field, ids);
-      const drifted: RecountReport['corrected'] = [];
-      ids.forEach((id, index) => {
-        const was = live[index];
-        if (was === undefined) return;
-        report.checked++;
-        if (was !== truth(id)) drifted.push({ id, was, now: truth(id) });
-      });
-      await Promise.all(drifted.map(({ id, was, now }) => this.counters.add(entity, field, id, now - was)));
-      report.corrected.push(...drifted);
-      if (options.ids === undefined) {
-        const progress = MESSAGES.recountProgress(
-          entity.name,
-          field.name,
-          report.checked,
-          report.corrected.length,
-          ids.at(-1),
+      let pending = ids;
+      for (let round = 1; pending.length > 0; round++) {
+        const { checked, drifted } = await this.compare(entity, field, source, pending);
+        if (round === 1) report.checked += checked;
+        if (round > RECOUNT_ROUNDS) {
+          report.skipped.push(...drifted.map((drift) => drift.id));
+          break;
+        }
+        const replaced = await Promise.all(
+          drifted.map(({ id, live, source: value }) => this.counters.replace(entity, field, id, live, value)),
         );
-        this.logger.log(progress);
+        drifted.forEach(({ id, live, source: value }, index) => {
+          if (replaced[index]) report.corrected.push({ id, was: live, now: value });
+        });
+        pending = drifted.filter((_, index) => !replaced[index]).map((drift) => drift.id);
+      }
+      if (options.ids === undefined) {
+        const { checked, corrected } = report;
+        this.logger.log(MESSAGES.recountProgress(entity.name, field.name, checked, corrected.length, ids.at(-1)));
       }
     }
     return report;
@@ -77,15 +86,29 @@ export class CounterReconciler {
         ? this.batches(entity, { ids: options.ids, batchSize: options.batchSize }, { cursor: null })
         : this.once(await this.rows.sample(entity, options.sample));
     for await (const ids of batches) {
-      const truth = await this.sourceValues(entity, field, source, ids);
-      const live = await this.counters.live(entity, field, ids);
-      ids.forEach((id, index) => {
-        const value = live[index];
-        if (value === undefined) return;
-        report.checked++;
-        if (value !== truth(id)) report.drifted.push({ id, live: value, source: truth(id) });
-      });
+      const { checked, drifted } = await this.compare(entity, field, source, ids);
+      report.checked += checked;
+      report.drifted.push(...drifted);
     }
+    return report;
+  }
+
+  /** Reads the source of the rows, then their live values: the rows that exist, and those that differ. */
+  private async compare(
+    entity: CountedEntity,
+    field: CounterField,
+    source: CounterSource,
+    ids: Array<string | number>,
+  ): Promise<AuditReport> {
+    const truth = await this.sourceValues(entity, field, source, ids);
+    const live = await this.counters.live(entity, field, ids);
+    const report: AuditReport = { checked: 0, drifted: [] };
+    ids.forEach((id, index) => {
+      const value = live[index];
+      if (value === undefined) return;
+      report.checked++;
+      if (value !== truth(id)) report.drifted.push({ id, live: value, source: truth(id) });
+    });
     return report;
   }
 

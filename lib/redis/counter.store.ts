@@ -26,13 +26,14 @@ export interface ShardSeedRequest extends ShardRowsRequest {
 /** Per row: its live values, or null when it could not be loaded yet. Null for all: the generation moved. */
 export type ShardSeedResult = (number[] | null)[] | null;
 
-/** A counter of a row to set to `value` (see set.lua.ts). */
+/** A counter of a row to set to `value` (see set.lua.ts), if given only while its live value is `expected`. */
 export interface SetRequest extends Omit<IncrementRequest, 'delta'> {
   value: number;
+  expected?: number;
 }
 
-/** As an increment's, except that an applied set gives the live value it replaced. */
-export type SetOutcome = IncrementOutcome;
+/** As an increment's (an applied set gives the live value it replaced), or the live value not the one expected. */
+export type SetOutcome = IncrementOutcome | { kind: 'changed'; current: number };
 
 /**
  * Live values in Redis: changes (batched per turn of the event loop), reads of rows, and loads of rows
@@ -56,14 +57,26 @@ export class CounterStore {
   }
 
   /** Sets one counter of one row (see set.lua.ts). */
-  async set({ shard, encodedId, counter, value, min, max }: SetRequest): Promise<SetOutcome> {
+  async set({ shard, encodedId, counter, value, min, max, expected }: SetRequest): Promise<SetOutcome> {
     const keys = [shard.row(encodedId), shard.pending, shard.dirty, shard.generation];
     const reply = (await this.runner.callOnShard(shard, (target, done) =>
-      target.nestjsCounterSet(keys.length, ...keys, this.rowTtlSeconds, encodedId, counter, value, min, max, done),
+      target.nestjsCounterSet(
+        keys.length,
+        ...keys,
+        this.rowTtlSeconds,
+        encodedId,
+        counter,
+        value,
+        min,
+        max,
+        ...(expected === undefined ? [] : [expected]),
+        done,
+      ),
     )) as [number, string | number];
     const [kind, result] = reply;
     if (kind === 0) return { kind: 'unseeded', generation: String(result) };
     if (kind === 2) return { kind: 'out-of-range', current: Number(result) };
+    if (kind === 3) return { kind: 'changed', current: Number(result) };
     return { kind: 'applied', value: Number(result) };
   }
 

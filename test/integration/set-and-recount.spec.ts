@@ -6,12 +6,14 @@ import {
   InvalidCounterDeltaError,
   type CounterService,
 } from '../../lib/index.js';
+import { DataLossRepairer } from '../../lib/reconcile/data-loss.repairer.js';
 import { CounterDatabase } from '../../lib/sql/counter.database.js';
 import { Reply, SOURCED_ENTITIES, Topic } from '../fixtures/sourced-entities.js';
 import type { CounterApp } from '../support/counter-app.js';
 import { useCounterSuite } from '../support/counter-suite.js';
-import { snapshot } from '../support/redis.js';
+import { deleteKeys, snapshot } from '../support/redis.js';
 import { TARGETS } from '../support/topologies.js';
+import { DATABASES } from '../support/databases.js';
 
 /** Topics with a stored reply count and that many reply rows (the source); returns their ids. */
 async function insertTopics(app: CounterApp, topics: Array<{ stored: number; replies: number }>): Promise<number[]> {
@@ -153,6 +155,7 @@ describe.each(TARGETS)('recount and audit on %s, %s', (database, topology) => {
         { id: ids[2], was: 9, now: 0 },
         { id: ids[3], was: 2, now: 1 },
       ],
+      skipped: [],
       cursor: null,
     });
     expect(progress.mock.calls.map(([message]) => message)).toEqual([
@@ -173,19 +176,43 @@ describe.each(TARGETS)('recount and audit on %s, %s', (database, topology) => {
     expect(await counters.recount(Topic, 'reply_count', { batchSize: 1, limit: 2 })).toEqual({
       checked: 2,
       corrected: [{ id: ids[1], was: 50, now: 5 }],
+      skipped: [],
       cursor: ids[1],
     });
     expect(await counters.recount(Topic, 'reply_count', { after: ids[1] })).toEqual({
       checked: 2,
       corrected: [{ id: ids[3], was: 70, now: 1 }],
+      skipped: [],
       cursor: null,
     });
     await counters.set(Topic, ids[2], 'reply_count', 4);
     expect(await counters.recount(Topic, 'reply_count', { ids: [ids[2], 424242] })).toEqual({
       checked: 1,
       corrected: [{ id: ids[2], was: 4, now: 0 }],
+      skipped: [],
       cursor: null,
     });
+    expect((await counters.flush()).error).toBeUndefined();
+    expect(await stored(suite.counter, ids)).toEqual([3, 5, 0, 1]);
+  });
+
+  it('corrects each row once when two recounts run at once', async () => {
+    const { counters } = suite.counter;
+    for (const [index, wrong] of [10, 20, 30, 40].entries())
+      await counters.set(Topic, ids[index], 'reply_count', wrong);
+    const reports = await Promise.all([
+      counters.recount(Topic, 'reply_count', { ids }),
+      counters.recount(Topic, 'reply_count', { ids }),
+    ]);
+    const corrected = reports.flatMap((report) => report.corrected).sort((a, b) => Number(a.id) - Number(b.id));
+    expect(corrected).toEqual([
+      { id: ids[0], was: 10, now: 3 },
+      { id: ids[1], was: 20, now: 5 },
+      { id: ids[2], was: 30, now: 0 },
+      { id: ids[3], was: 40, now: 1 },
+    ]);
+    expect(reports.map((report) => report.skipped)).toEqual([[], []]);
+    expect(await live(counters, ids)).toEqual([3, 5, 0, 1]);
     expect((await counters.flush()).error).toBeUndefined();
     expect(await stored(suite.counter, ids)).toEqual([3, 5, 0, 1]);
   });
@@ -240,5 +267,46 @@ describe('recount racing inserts and increments on postgres', () => {
     expect((await counters.flush()).error).toBeUndefined();
     const sources = await Promise.all(ids.map((topicId) => dataSource.getRepository(Reply).countBy({ topicId })));
     expect(await stored(suite.counter, ids)).toEqual(sources);
+  });
+});
+
+// After a loss of Redis data, the report names the entities and the recount to run; with
+// repairOnDataLoss, the counters that declare a source are recounted in the background.
+describe.each(DATABASES)('repair after a loss of Redis data on %s', (database) => {
+  const suite = useCounterSuite(database, 'repair', { repairOnDataLoss: true }, 1, SOURCED_ENTITIES);
+
+  it('names what was lost and recounts the counters that have a source, once', async () => {
+    const { counters, app } = suite.counter;
+    const ids = await insertTopics(suite.counter, [
+      { stored: 0, replies: 3 },
+      { stored: 0, replies: 2 },
+    ]);
+    for (let i = 0; i < 3; i++) await counters.increment(Topic, ids[0], 'reply_count');
+    expect((await counters.flush()).error).toBeUndefined();
+    for (let i = 0; i < 2; i++) await counters.increment(Topic, ids[1], 'reply_count');
+    await counters.increment(Topic, ids[1], 'view_count', 9);
+
+    // Redis loses everything: the second topic's changes never reached the database.
+    const errors = vi.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
+    const logs = vi.spyOn(Logger.prototype, 'log').mockImplementation(() => undefined);
+    await deleteKeys(suite.redis, suite.prefix);
+    expect((await counters.flush()).error).toBeUndefined();
+    const repair =
+      'To repair, recount Topic.reply_count (CounterService.recount(), or the option repairOnDataLoss). ' +
+      'What Topic.view_count lost cannot be recovered: they declare no source.';
+    expect((await counters.status()).lastRedisDataLoss).toMatchObject({ entities: ['Topic'], repair });
+    expect(errors.mock.calls.map(([message]) => String(message))).toEqual([
+      expect.stringMatching(/^Redis lost the counter data of \d+ shard\(s\) of Topic \(/),
+    ]);
+    expect(String(errors.mock.calls[0][0]).endsWith(repair)).toBe(true);
+
+    await app.get(DataLossRepairer).idle;
+    expect(logs.mock.calls.map(([message]) => message)).toContain(
+      'Repaired Topic.reply_count after a loss of Redis data: 2 rows checked against its source, 1 corrected.',
+    );
+    expect(await live(counters, ids)).toEqual([3, 2]);
+    expect(await live(counters, ids, 'view_count')).toEqual([0, 0]);
+    expect((await counters.flush()).error).toBeUndefined();
+    expect(await stored(suite.counter, ids)).toEqual([3, 2]);
   });
 });

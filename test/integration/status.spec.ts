@@ -135,6 +135,10 @@ describe.each(DATABASES)('status and Redis data loss on %s', (databaseName) => {
     expect(lastRedisDataLoss).toEqual({
       detectedAt: expect.any(Date),
       shards: ALL_SHARDS,
+      entities: ['Article', 'Badge', 'Remark'],
+      repair:
+        'No counter of theirs declares a source to recount. What Article.like_count, Article.view_count, ' +
+        'Badge.award_count, Remark.reply_count lost cannot be recovered: they declare no source.',
       lastSuccessfulFlushAt: flushedAt,
     });
     expect(errors.mock.calls.filter(([message]) => String(message).startsWith('Redis lost the counter data'))).toEqual([

@@ -7,10 +7,12 @@ exactly once. The live value already holds the changes pending and in flight, so
 the database holds the value too, plus whatever changed after the set.
 
 KEYS: the row's hash, its shard's pending hash, dirty set and generation (one slot).
-ARGV: row TTL (seconds), the encoded id, the counter, the value, min and max.
+ARGV: row TTL (seconds), the encoded id, the counter, the value, min and max, and optionally the live
+value the caller expects to replace (a recount's: it must not undo a change made since it read).
 Returns {1, the live value replaced} when set; {0, generation} when the row has no live value of the
 counter (nothing written: the caller loads the row and calls again); {2, current value} when the value
-is outside [min, max] or the difference is not a safe integer (nothing written).
+is outside [min, max] or the difference is not a safe integer (nothing written); {3, current value}
+when the live value is not the one expected (nothing written).
 
 Invariant, as in increment.lua.ts: every row with a pending change is in the dirty set.
 ]]
@@ -27,6 +29,7 @@ end
 local value = redis.call('HGET', KEYS[1], field)
 if not value then return { 0, redis.call('GET', KEYS[4]) or '0' } end
 local current = tonumber(value)
+if ARGV[7] and tonumber(ARGV[7]) ~= current then return { 3, exact(current) } end
 local delta = target - current
 if target < tonumber(min) or target > tonumber(max) or math.abs(delta) > MAX_SAFE then
   return { 2, exact(current) }
