@@ -4,3 +4,4 @@ export * from './counter-module-options.interface.js';
 export * from './flush-report.interface.js';
 export * from './counter-status.interface.js';
 export * from './counter-health-options.interface.js';
+export * from './counter-change.interface.js';
