@@ -17,6 +17,7 @@ const POSITIVE_INTEGERS = [
   'flushLeaseMs',
   'flushMaxBackoffMs',
   'cleanRowTtlSeconds',
+  'idempotencyTtlSeconds',
   'ledgerRetentionMs',
   'redisCommandTimeoutMs',
   'databaseTimeoutMs',

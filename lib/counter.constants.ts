@@ -28,6 +28,7 @@ export const COUNTER_DEFAULTS = {
   flushLeaseMs: 30_000,
   flushMaxBackoffMs: 60_000,
   cleanRowTtlSeconds: 3_600,
+  idempotencyTtlSeconds: 86_400,
   ledgerRetentionMs: 7 * 24 * 3_600_000,
   redisCommandTimeoutMs: 1_000,
   databaseTimeoutMs: 10_000,
@@ -88,3 +89,12 @@ export const MAX_ROWS_PER_CALL = 250;
  * one call.
  */
 export const MAX_SHARDS_PER_STATUS_CALL = 256;
+
+/** Longest idempotency key a change may carry, in characters: each is kept in Redis for its lifetime. */
+export const MAX_IDEMPOTENCY_KEY_LENGTH = 200;
+
+/**
+ * Expired idempotency keys a keyed change removes from its shard's record, so the record shrinks
+ * without a scan: more than the one key the change adds (see increment.lua.ts).
+ */
+export const IDEMPOTENCY_PRUNE_PER_CHANGE = 8;

@@ -18,6 +18,10 @@ export const MESSAGES = {
     `A counter can only change by a safe integer (between -(2^53-1) and 2^53-1); got ${String(delta)}.`,
   invalidValue: (value: unknown) =>
     `A counter can only be set to a safe integer (between -(2^53-1) and 2^53-1); got ${String(value)}.`,
+  invalidIdempotencyKey: (key: unknown, maxLength: number) =>
+    `An idempotency key must be a non-empty string of at most ${maxLength} characters; got ` +
+    `${typeof key === 'string' ? `a string of ${key.length} characters` : typeof key}. Use one key per change, ` +
+    `e.g. a UUID made when the change is first attempted and reused for its retries.`,
   invalidId: (entity: string, id: unknown, expected: string) =>
     `${entity} ids must be ${expected}; got ${typeof id === 'string' ? `"${id}"` : String(id)}.`,
   badSource: (entity: string, counter: string) =>

@@ -58,7 +58,7 @@ import { OpenTelemetryTracer } from './tracing/opentelemetry.tracer.js';
     {
       provide: CounterStore,
       useFactory: (runner: ScriptRunner, options: ResolvedCounterOptions) =>
-        new CounterStore(runner, options.cleanRowTtlSeconds),
+        new CounterStore(runner, options.cleanRowTtlSeconds, options.idempotencyTtlSeconds),
       inject: [ScriptRunner, COUNTER_OPTIONS],
     },
     {

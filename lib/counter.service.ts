@@ -7,12 +7,19 @@ import { MESSAGES } from './counter.messages.js';
 import { CounterReader, type RowRequest } from './counter.reader.js';
 import { CounterRegistry, type CountedEntity, type CounterField } from './counter.registry.js';
 import { toRowId, type RowId } from './row-id.js';
-import { COUNTER_DATA_SOURCE, COUNTER_INSTRUMENTS, SEED_ATTEMPTS } from './counter.constants.js';
+import {
+  COUNTER_DATA_SOURCE,
+  COUNTER_INSTRUMENTS,
+  MAX_IDEMPOTENCY_KEY_LENGTH,
+  SEED_ATTEMPTS,
+} from './counter.constants.js';
 import { CounterOutOfRangeError } from './exceptions/counter-out-of-range.error.js';
 import { CounterRowNotFoundError } from './exceptions/counter-row-not-found.error.js';
 import { CounterSeedContentionError } from './exceptions/counter-seed-contention.error.js';
 import { CounterStoreUnavailableError } from './exceptions/counter-store-unavailable.error.js';
 import { InvalidCounterDeltaError } from './exceptions/invalid-counter-delta.error.js';
+import { InvalidIdempotencyKeyError } from './exceptions/invalid-idempotency-key.error.js';
+import type { CounterChangeOptions, CounterChangeOutcome } from './interfaces/counter-change.interface.js';
 import type { CounterStatus } from './interfaces/counter-status.interface.js';
 import type { EntityClass } from './interfaces/entity-class.interface.js';
 import type { FlushReport } from './interfaces/flush-report.interface.js';
@@ -52,17 +59,48 @@ export class CounterService {
 
   /**
    * Adds `by` (default 1) to a counter, atomically, and resolves with its new value. One Redis round trip
-   * when the row is in Redis; otherwise the row is first loaded from the database.
+   * when the row is in Redis; otherwise the row is first loaded from the database. With an
+   * `idempotencyKey` already used on the row, nothing is applied and it resolves with the current value
+   * (`change` tells the two apart).
    * @throws UnknownCountedEntityError, UnknownCounterError, InvalidCounterIdError, InvalidCounterDeltaError,
-   *   CounterOutOfRangeError, CounterRowNotFoundError, CounterStoreUnavailableError
+   *   InvalidIdempotencyKeyError, CounterOutOfRangeError, CounterRowNotFoundError, CounterStoreUnavailableError
    */
-  increment(entity: EntityClass, id: string | number, counter: string, by = 1): Promise<number> {
-    return this.change(entity, id, counter, by, 1);
+  increment(
+    entity: EntityClass,
+    id: string | number,
+    counter: string,
+    by = 1,
+    options?: CounterChangeOptions,
+  ): Promise<number> {
+    return this.apply(entity, id, counter, by, 1, options, false) as Promise<number>;
   }
 
   /** Subtracts `by` (default 1) from a counter; see `increment`. */
-  decrement(entity: EntityClass, id: string | number, counter: string, by = 1): Promise<number> {
-    return this.change(entity, id, counter, by, -1);
+  decrement(
+    entity: EntityClass,
+    id: string | number,
+    counter: string,
+    by = 1,
+    options?: CounterChangeOptions,
+  ): Promise<number> {
+    return this.apply(entity, id, counter, by, -1, options, false) as Promise<number>;
+  }
+
+  /**
+   * Adds `delta` (negative to subtract) to a counter, like `increment`, and resolves with what the call
+   * did: `{ value, applied }`, `applied` false when `idempotencyKey` had already been used on the row
+   * within `idempotencyTtlSeconds` (nothing applied; `value` is the counter's current value). A caller
+   * that retries a failed or timed-out change with its key until it resolves gets it applied once.
+   * @throws the errors of `increment`
+   */
+  change(
+    entity: EntityClass,
+    id: string | number,
+    counter: string,
+    delta: number,
+    options?: CounterChangeOptions,
+  ): Promise<CounterChangeOutcome> {
+    return this.apply(entity, id, counter, delta, 1, options, true) as Promise<CounterChangeOutcome>;
   }
 
   /**
@@ -149,7 +187,7 @@ export class CounterService {
     const attempt = () => this.store.set(request) as Promise<IncrementOutcome>;
     const outcome = await attempt();
     if (outcome.kind === 'applied') return outcome.value;
-    return this.finishChange(row, outcome, attempt, (current) => value - current);
+    return (await this.finishChange(row, outcome, attempt, (current) => value - current)).value;
   }
 
   /**
@@ -208,29 +246,34 @@ export class CounterService {
     }
   }
 
-  /** Adds `sign` × `by`; a row Redis does not hold yet is loaded from the database first. */
-  private async change(
+  /**
+   * Adds `sign` × `by`; a row Redis does not hold yet is loaded from the database first. Resolves with
+   * the value alone, or with `{ value, applied }` when `withOutcome`.
+   */
+  private async apply(
     entity: EntityClass,
     id: string | number,
     counter: string,
     by: unknown,
     sign: 1 | -1,
-  ): Promise<number> {
+    options: CounterChangeOptions | undefined,
+    withOutcome: boolean,
+  ): Promise<number | CounterChangeOutcome> {
     try {
-      const change = this.prepareChange(entity, id, counter, by, sign);
+      const change = this.prepareChange(entity, id, counter, by, sign, options);
       const { delta } = change.request;
-      const outcome = await this.store.increment(change.request);
-      const value =
-        outcome.kind === 'applied'
-          ? outcome.value
-          : await this.finishChange(
-              change,
-              outcome,
-              () => this.store.increment(change.request),
-              () => delta,
-            );
-      this.instruments.changed(change.counted, change.field);
-      return value;
+      let outcome = await this.store.increment(change.request);
+      if (outcome.kind !== 'applied' && outcome.kind !== 'already-applied') {
+        outcome = await this.finishChange(
+          change,
+          outcome,
+          () => this.store.increment(change.request),
+          () => delta,
+        );
+      }
+      const applied = outcome.kind === 'applied';
+      if (applied) this.instruments.changed(change.counted, change.field);
+      return withOutcome ? { value: outcome.value, applied } : outcome.value;
     } catch (error) {
       this.instruments.changeFailed(entity, counter, error);
       throw error;
@@ -261,20 +304,26 @@ export class CounterService {
     return values.map((row) => row?.[index]);
   }
 
-  /** Validates a change and addresses it. Throws the errors of invalid deltas, unknown names and invalid ids. */
+  /**
+   * Validates a change and addresses it. Throws the errors of invalid deltas and idempotency keys,
+   * unknown names and invalid ids.
+   */
   private prepareChange(
     entity: EntityClass,
     id: string | number,
     counter: string,
     by: unknown,
     sign: 1 | -1,
+    options: CounterChangeOptions | undefined,
   ): PreparedChange {
     if (typeof by !== 'number' || !Number.isSafeInteger(by))
       throw new InvalidCounterDeltaError(MESSAGES.invalidDelta(by));
+    const idempotencyKey = idempotencyKeyOf(options);
     const delta = by === 0 ? 0 : sign * by;
     const row = this.address(entity, id, counter);
     const { field, shard, encodedId } = row;
-    return { ...row, request: { shard, encodedId, counter: field.name, delta, min: field.min, max: field.max } };
+    const { min, max } = field;
+    return { ...row, request: { shard, encodedId, counter: field.name, delta, min, max, idempotencyKey } };
   }
 
   /** A counter of a row: its entity, field, id and keys. Throws the errors of unknown names and invalid ids. */
@@ -295,10 +344,10 @@ export class CounterService {
     first: IncrementOutcome,
     retry: () => Promise<IncrementOutcome>,
     deltaFrom: (current: number) => number,
-  ): Promise<number> {
+  ): Promise<AppliedOutcome> {
     let outcome = first;
     for (let attempt = 1; ; attempt++) {
-      if (outcome.kind === 'applied') return outcome.value;
+      if (outcome.kind === 'applied' || outcome.kind === 'already-applied') return outcome;
       if (outcome.kind === 'out-of-range') {
         throw outOfRange(counted, field, outcome.current, deltaFrom(outcome.current));
       }
@@ -323,6 +372,17 @@ interface AddressedCounter {
 /** A change, validated and addressed: what each attempt sends. */
 interface PreparedChange extends AddressedCounter {
   request: IncrementRequest;
+}
+
+type AppliedOutcome = Extract<IncrementOutcome, { kind: 'applied' | 'already-applied' }>;
+
+/** The change's idempotency key, undefined when it has none; refuses one that is not a short string. */
+function idempotencyKeyOf(options: CounterChangeOptions | undefined): string | undefined {
+  const key: unknown = options?.idempotencyKey;
+  if (key === undefined) return undefined;
+  if (typeof key !== 'string' || key === '' || key.length > MAX_IDEMPOTENCY_KEY_LENGTH)
+    throw new InvalidIdempotencyKeyError(MESSAGES.invalidIdempotencyKey(key, MAX_IDEMPOTENCY_KEY_LENGTH));
+  return key;
 }
 
 function outOfRange(entity: CountedEntity, field: CounterField, current: number, delta: number) {

@@ -19,6 +19,8 @@ const SLICES = 5;
  * call, and the floor shows what any one-script increment costs against INCR on this machine.
  */
 const FLOOR_CONCURRENCY = 1;
+/** Where a keyed side runs too: each increment with an idempotency key of its own (G8), every one applied. */
+const KEYED_CONCURRENCIES = [1, 50];
 
 /**
  * The least a Lua increment can do, sent through the same kind of client: read the row's value (is it
@@ -147,6 +149,9 @@ export async function measureIncrements(context: BenchContext, topology: Topolog
         const baselineTotals = sideTotals();
         const libraryTotals = sideTotals();
         const floorTotals = concurrency === FLOOR_CONCURRENCY && topology === 'standalone' ? sideTotals() : undefined;
+        const keyedTotals =
+          KEYED_CONCURRENCIES.includes(concurrency) && topology === 'standalone' ? sideTotals() : undefined;
+        let keys = 0;
         // The sides in turns, a slice of the time each, so that drift in the machine's speed falls on
         // all alike (at concurrency 1 it moved either side by ±30% from one run to the next).
         for (let i = 0; i < SLICES; i++) {
@@ -157,6 +162,13 @@ export async function measureIncrements(context: BenchContext, topology: Topolog
           await slice(libraryTotals, 'evalsha', warmupMs, (worker, sequence) =>
             bench.counters.increment(BenchPost, rowOf(rows, worker, sequence), 'like_count'),
           );
+          if (keyedTotals) {
+            await slice(keyedTotals, 'evalsha', warmupMs, (worker, sequence) =>
+              bench.counters.increment(BenchPost, rowOf(rows, worker, sequence), 'like_count', 1, {
+                idempotencyKey: `${prefix}-${keys++}`,
+              }),
+            );
+          }
           if (floorTotals) {
             await slice(floorTotals, 'evalsha', warmupMs, (worker, sequence) =>
               floorClient(raw.client as Redis).benchFloorIncrement(
@@ -171,14 +183,16 @@ export async function measureIncrements(context: BenchContext, topology: Topolog
         const baseline = figuresOf(baselineTotals);
         const library = figuresOf(libraryTotals);
         const floor = floorTotals && figuresOf(floorTotals);
-        for (const side of floor ? [baseline, library, floor] : [baseline, library]) {
+        const keyed = keyedTotals && figuresOf(keyedTotals);
+        for (const side of [baseline, library, ...(floor ? [floor] : []), ...(keyed ? [keyed] : [])]) {
           if (side.errors > 0)
             throw new Error(`${side.errors} operations failed at concurrency ${concurrency}: ${side.firstError}`);
         }
         context.log(
           `concurrency ${concurrency}: library ${Math.round(library.opsPerSec)}/s p99 ${library.p99Ms.toFixed(3)} ms, ` +
             `INCR ${Math.round(baseline.opsPerSec)}/s p99 ${baseline.p99Ms.toFixed(3)} ms` +
-            (floor ? `, floor script ${Math.round(floor.opsPerSec)}/s` : ''),
+            (floor ? `, floor script ${Math.round(floor.opsPerSec)}/s` : '') +
+            (keyed ? `, keyed ${Math.round(keyed.opsPerSec)}/s p99 ${keyed.p99Ms.toFixed(3)} ms` : ''),
         );
         results.push({
           label: `${topology}, concurrency ${concurrency}`,
@@ -194,6 +208,14 @@ export async function measureIncrements(context: BenchContext, topology: Topolog
                   'Redis µs/op (INCR)': baseline.redisUs,
                   'Redis CPU µs/op (library)': library.redisCpuUs,
                   'Redis CPU µs/op (INCR)': baseline.redisCpuUs,
+                }
+              : {}),
+            ...(keyed
+              ? {
+                  'keyed/s': keyed.opsPerSec,
+                  'keyed ÷ plain': keyed.opsPerSec / library.opsPerSec,
+                  'keyed p99 ms': keyed.p99Ms,
+                  'Redis µs/op (keyed)': keyed.redisUs,
                 }
               : {}),
             ...(floor
@@ -248,6 +270,7 @@ export const incrementPath: BenchScenario = {
       notes: [
         `Both sides run in this one Node process, closed loop: each of the N clients sends its next operation when the last one answered. The sides take turns, ${SLICES} slices of the measured time each, so that drift in the machine's speed falls on both alike.`,
         `Floor (concurrency ${FLOOR_CONCURRENCY}): a bare two-command script (HMGET, then HSET of the value and the pending delta, on hashes of its own) through the same kind of client, in the same turns: the least any increment made of one Lua script call costs, the library's bookkeeping (bounds, dirty set, unseeded rows) taken out. Floor ÷ INCR is the best ratio a one-script increment reaches in this run; the library's throughput at concurrency ${FLOOR_CONCURRENCY} is judged against the floor (≥ 0.85×).`,
+        `Keyed (concurrency ${KEYED_CONCURRENCIES.join(' and ')}): the same increments, each with an idempotency key of its own (\`{ idempotencyKey }\`, a fresh key per call, so every one applies and is remembered), in the same turns; keyed ÷ plain is its throughput over the library's plain increments.`,
         "App CPU µs/op: this process's CPU time (user + system) per operation over the measured window. Increments per script call: the library sends the increments requested in one turn of the event loop in one EVALSHA. Redis µs/op: the server's own time in EVALSHA or INCR (INFO commandstats), without network and I/O, per increment. Redis CPU µs/op: the server process's whole CPU time (its I/O included, from /proc) per increment.",
       ],
     };

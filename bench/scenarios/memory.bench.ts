@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { COUNTER_DEFAULTS } from '../../lib/counter.constants.js';
 import { CounterRegistry } from '../../lib/counter.registry.js';
@@ -30,6 +30,7 @@ interface Layout {
   shardKeys: string[];
   dirtySets: string[];
   pendingHashes: string[];
+  idempotencyRecords: string[];
 }
 
 /**
@@ -110,6 +111,7 @@ function layoutOf(bench: BenchApp, rows: number): Layout {
     shardKeys,
     dirtySets: shards.map((shard) => shard.dirty),
     pendingHashes: shards.map((shard) => shard.pending),
+    idempotencyRecords: shards.map((shard) => shard.idempotency),
   };
 }
 
@@ -124,6 +126,18 @@ async function makeEveryRowDirty(bench: BenchApp, rows: number): Promise<void> {
       const by = 1 + (id % 5);
       const value = await bench.counters.increment(BenchPost, id, COUNTER_NAMES[counter], by);
       if (value !== databaseValues(id)[counter] + by) throw new Error(`post ${id} ${COUNTER_NAMES[counter]}: ${value}`);
+    }
+  };
+  await Promise.all(Array.from({ length: IN_FLIGHT }, worker));
+}
+
+/** One keyed change per row, each key a UUID (36 characters), `IN_FLIGHT` at a time; every one applied. */
+async function rememberOneKeyPerRow(bench: BenchApp, rows: number): Promise<void> {
+  let next = 1;
+  const worker = async () => {
+    for (let id = next++; id <= rows; id = next++) {
+      const { applied } = await bench.counters.change(BenchPost, id, 'like_count', 1, { idempotencyKey: randomUUID() });
+      if (!applied) throw new Error(`post ${id}: a fresh key was taken for a retry`);
     }
   };
   await Promise.all(Array.from({ length: IN_FLIGHT }, worker));
@@ -231,6 +245,22 @@ async function measure(context: BenchContext) {
         const dirtySet = await describeKey(redis, layout.dirtySets[0]);
         const pendingHash = await describeKey(redis, layout.pendingHashes[0]);
 
+        // Remembered keys: the shards' idempotency records after one keyed change per row.
+        started = performance.now();
+        const keyedGrowth = await usedMemoryGrowth(redis, rows, () => rememberOneKeyPerRow(bench, rows));
+        context.log(`${rows} keyed increments in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+        const records = await memoryUsage(redis, layout.idempotencyRecords);
+        const remembered = (await Promise.all(layout.idempotencyRecords.map((key) => redis.zcard(key)))).reduce(
+          (a, b) => a + b,
+          0,
+        );
+        if (remembered !== rows) throw new Error(`${remembered} of ${rows} keys remembered`);
+        const perKey = {
+          bytes: records.bytes / rows,
+          usedMemory: keyedGrowth,
+          record: await describeKey(redis, layout.idempotencyRecords[0]),
+        };
+
         // Last, so that their keys are not in the module's used_memory figures.
         const baseline = await baselineBytes(redis, prefix, rows);
         const positionalFields = await positionalFieldBytes(redis, layout, rows);
@@ -249,6 +279,7 @@ async function measure(context: BenchContext) {
           dirtyRow,
           dirtySet,
           pendingHash,
+          perKey,
         };
       } finally {
         await bench.close();
@@ -327,9 +358,23 @@ export const memoryPerRow: BenchScenario = {
           m.cleanGrowth + m.dirtyGrowth,
           m,
         ),
+        {
+          label: 'remembered idempotency keys (a UUID each), bytes per key',
+          library: {},
+          extra: {
+            'library bytes/key': round(m.perKey.bytes),
+            'used_memory Δ/key': round(m.perKey.usedMemory),
+          },
+        },
       ],
       checks,
-      notes: notes(m),
+      notes: [
+        ...notes(m),
+        `Remembered idempotency keys: after one keyed change per row (a UUID key each, module default lifetime of a day), ` +
+          `the entity's 64 idempotency records (sorted sets of "<id> <key>" by expiry) take ${round(m.perKey.bytes)} bytes ` +
+          `per remembered key (MEMORY USAGE); used_memory grew by ${round(m.perKey.usedMemory)} bytes per keyed change. ` +
+          `One record: ${m.perKey.record}.`,
+      ],
     };
   },
 };

@@ -3,6 +3,8 @@
 // unknown (the worker died before replying, or Redis timed out after the command was sent) its delta is
 // kept apart as "uncertain": the database may or may not hold it, and the checker allows for it.
 // Deltas are positive only, so that a shortfall is a loss and a surplus a duplicate without ambiguity.
+// A keyed increment (G8) is retried with its key, through any instance, until it resolves: it ends
+// acknowledged, or uncertain only if it never resolved within its deadline.
 import { targetKey, type CounterTarget } from './counter-targets.js';
 import { WorkerExitedError, WorkerRequestError, type ChaosWorker } from './chaos-worker.js';
 
@@ -40,6 +42,8 @@ export class AcknowledgedDeltas {
   readonly errors = new Map<string, number>();
   /** The first message met per error name: what the instance said, in its words. */
   readonly firstMessages = new Map<string, string>();
+  /** Attempts of keyed increments per outcome, the retried ones included. */
+  readonly attempts: Record<IncrementOutcome, number> = { acknowledged: 0, refused: 0, uncertain: 0 };
 
   async increment(worker: ChaosWorker, target: CounterTarget, by: number): Promise<IncrementOutcome> {
     if (!Number.isSafeInteger(by) || by <= 0) throw new Error(`chaos load uses positive deltas only; got ${by}`);
@@ -50,13 +54,47 @@ export class AcknowledgedDeltas {
       return 'acknowledged';
     } catch (error) {
       const outcome = outcomeOfFailure(error);
-      const name = (error as Error).name;
-      this.errors.set(name, (this.errors.get(name) ?? 0) + 1);
-      if (!this.firstMessages.has(name)) this.firstMessages.set(name, (error as Error).message);
+      this.noteError(error as Error);
       if (outcome === 'uncertain') this.add(this.uncertainByTarget, target, by);
       this.calls[outcome]++;
       return outcome;
     }
+  }
+
+  /**
+   * Sends `by` with `idempotencyKey` through one of `workers()`, and again with the same key after each
+   * failure (a short pause, then any live instance), until an attempt resolves or `deadlineMs` passes.
+   */
+  async incrementWithRetries(
+    workers: () => ChaosWorker[],
+    target: CounterTarget,
+    by: number,
+    idempotencyKey: string,
+    random: () => number,
+    deadlineMs = 60_000,
+  ): Promise<IncrementOutcome> {
+    if (!Number.isSafeInteger(by) || by <= 0) throw new Error(`chaos load uses positive deltas only; got ${by}`);
+    const giveUpAt = Date.now() + deadlineMs;
+    while (Date.now() < giveUpAt) {
+      const live = workers().filter((worker) => worker.alive);
+      if (live.length > 0) {
+        const worker = live[Math.floor(random() * live.length)];
+        try {
+          await worker.increment(target.entity, target.id, target.counter, by, idempotencyKey);
+          this.attempts.acknowledged++;
+          this.add(this.acknowledgedByTarget, target, by);
+          this.calls.acknowledged++;
+          return 'acknowledged';
+        } catch (error) {
+          this.attempts[outcomeOfFailure(error)]++;
+          this.noteError(error as Error);
+        }
+      }
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    this.add(this.uncertainByTarget, target, by);
+    this.calls.uncertain++;
+    return 'uncertain';
   }
 
   acknowledged(target: CounterTarget): number {
@@ -73,6 +111,11 @@ export class AcknowledgedDeltas {
 
   get totalUncertain(): number {
     return sum(this.uncertainByTarget);
+  }
+
+  private noteError({ name, message }: Error): void {
+    this.errors.set(name, (this.errors.get(name) ?? 0) + 1);
+    if (!this.firstMessages.has(name)) this.firstMessages.set(name, message);
   }
 
   private add(into: Map<string, number>, target: CounterTarget, by: number): void {

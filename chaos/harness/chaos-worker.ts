@@ -146,8 +146,14 @@ export class ChaosWorker {
     });
   }
 
-  increment(entity: CountedEntityName, rowId: string | number, counter: string, by: number): Promise<number> {
-    return this.request({ op: 'increment', entity, rowId, counter, by });
+  increment(
+    entity: CountedEntityName,
+    rowId: string | number,
+    counter: string,
+    by: number,
+    idempotencyKey?: string,
+  ): Promise<number> {
+    return this.request({ op: 'increment', entity, rowId, counter, by, idempotencyKey });
   }
 
   flush(at?: number): Promise<WireFlushReport> {

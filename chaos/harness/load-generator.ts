@@ -1,7 +1,8 @@
 // Steady increments from concurrent callers, each to a random target through a random instance of the
 // current set, recorded in an AcknowledgedDeltas. `useWorkers` changes the set while it runs (e.g. to
 // take an instance out before a fault); `drain` and `stop` wait for the calls in flight, so that no
-// request is left whose outcome is unknown.
+// request is left whose outcome is unknown. With `keyed`, each increment carries a key and is retried
+// with it until it resolves.
 import { seededRandom } from '../../test/support/seeded-random.js';
 import { AcknowledgedDeltas } from './acknowledged-deltas.js';
 import type { ChaosWorker } from './chaos-worker.js';
@@ -20,6 +21,8 @@ export interface LoadOptions {
   seed?: number;
   /** Where to record; a new AcknowledgedDeltas by default. */
   tally?: AcknowledgedDeltas;
+  /** Each increment carries an idempotency key and is retried with it until it resolves (G8). */
+  keyed?: boolean;
 }
 
 export class LoadGenerator {
@@ -29,6 +32,8 @@ export class LoadGenerator {
   private callers: Promise<void>[] = [];
   private readonly inFlight = new Set<Promise<unknown>>();
   private readonly random: () => number;
+  /** Numbers the keyed increments: each key is unique to one change of the run. */
+  private sent = 0;
 
   constructor(private readonly options: LoadOptions) {
     this.tally = options.tally ?? new AcknowledgedDeltas();
@@ -66,7 +71,10 @@ export class LoadGenerator {
       if (workers.length > 0) {
         const worker = workers[Math.floor(this.random() * workers.length)];
         const target = targets[Math.floor(this.random() * targets.length)];
-        const call = this.tally.increment(worker, target, 1 + Math.floor(this.random() * maxDelta));
+        const by = 1 + Math.floor(this.random() * maxDelta);
+        const call = this.options.keyed
+          ? this.tally.incrementWithRetries(() => this.workers, target, by, `change-${this.sent++}`, this.random)
+          : this.tally.increment(worker, target, by);
         this.inFlight.add(call);
         await call.finally(() => this.inFlight.delete(call));
       }

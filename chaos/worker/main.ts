@@ -40,7 +40,9 @@ class WorkerServer {
   async handle(request: ParentMessage): Promise<unknown> {
     switch (request.op) {
       case 'increment':
-        return this.counters.increment(ENTITY_CLASSES[request.entity], request.rowId, request.counter, request.by);
+        return this.counters.increment(ENTITY_CLASSES[request.entity], request.rowId, request.counter, request.by, {
+          idempotencyKey: request.idempotencyKey,
+        });
       case 'get':
         return this.counters.get(ENTITY_CLASSES[request.entity], request.rowId, request.counter);
       case 'getMany':

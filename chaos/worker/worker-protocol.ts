@@ -46,7 +46,15 @@ export interface WorkerConfig {
 }
 
 export type WorkerRequest =
-  | { op: 'increment'; entity: CountedEntityName; rowId: string | number; counter: string; by: number }
+  | {
+      op: 'increment';
+      entity: CountedEntityName;
+      rowId: string | number;
+      counter: string;
+      by: number;
+      /** Sent as the change's `idempotencyKey` (G8): a retry of the change carries the same one. */
+      idempotencyKey?: string;
+    }
   | { op: 'get'; entity: CountedEntityName; rowId: string | number; counter: string }
   | { op: 'getMany'; entity: CountedEntityName; ids: Array<string | number>; counters?: string[] }
   /** `at`: epoch ms at which to start, so several workers can fire at one moment. */

@@ -105,6 +105,12 @@ export interface CounterModuleOptions {
    */
   cleanRowTtlSeconds?: number;
   /**
+   * Seconds a change's `idempotencyKey` is remembered: within them, a later change with the same key on
+   * the same row applies nothing (G8). Retries must end within this window.
+   * @default 86400 (one day)
+   */
+  idempotencyTtlSeconds?: number;
+  /**
    * How long the ledger keeps the id of an applied batch, in milliseconds. A batch left behind by a
    * crashed flusher must be recovered within this time, or it could be applied twice.
    * @default 604800000 (7 days)

@@ -95,6 +95,11 @@ export class ShardKeys {
    * the counter was added), until one that knows them claims the shard; expires like a row.
    */
   readonly unknown: string;
+  /**
+   * The idempotency keys of the shard's applied keyed changes, `<encoded id> <key>`, scored by when each
+   * expires (a sorted set that expires with its latest member).
+   */
+  readonly idempotency: string;
   /** The cluster slot of every key of the shard (and of the other shards of its group). */
   readonly slot: number;
 
@@ -111,6 +116,7 @@ export class ShardKeys {
     this.generation = `${this.tag}:gen`;
     this.pending = `${this.tag}:pending`;
     this.unknown = `${this.tag}:unknown`;
+    this.idempotency = `${this.tag}:idem`;
   }
 
   /** The hash of a row's live values (`v:<counter>` fields), a cache that expires. */

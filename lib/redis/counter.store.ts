@@ -43,12 +43,16 @@ export type SetOutcome = IncrementOutcome | { kind: 'changed'; current: number }
 export class CounterStore {
   private readonly increments: IncrementBatcher;
 
-  /** @param rowTtlSeconds how long a row stays cached after it was loaded or first changed since a claim. */
+  /**
+   * @param rowTtlSeconds how long a row stays cached after it was loaded or first changed since a claim.
+   * @param idempotencyTtlSeconds how long a keyed change's key is remembered.
+   */
   constructor(
     private readonly runner: ScriptRunner,
     private readonly rowTtlSeconds: number,
+    idempotencyTtlSeconds: number,
   ) {
-    this.increments = new IncrementBatcher(runner, rowTtlSeconds);
+    this.increments = new IncrementBatcher(runner, rowTtlSeconds, idempotencyTtlSeconds);
   }
 
   /** Changes one counter of one row (see increment.lua.ts). */

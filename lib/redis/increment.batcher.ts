@@ -13,12 +13,15 @@ export interface IncrementRequest {
   delta: number;
   min: number;
   max: number;
+  /** The change's idempotency key; undefined for a change without one. */
+  idempotencyKey?: string;
 }
 
 export type IncrementOutcome =
   | { kind: 'applied'; value: number }
   | { kind: 'unseeded'; generation: string }
-  | { kind: 'out-of-range'; current: number };
+  | { kind: 'out-of-range'; current: number }
+  | { kind: 'already-applied'; value: number };
 
 /**
  * Sends counter changes to Redis, batched per turn of the event loop: the changes asked for in one turn
@@ -28,10 +31,14 @@ export type IncrementOutcome =
 export class IncrementBatcher {
   private readonly batcher: TurnBatcher<IncrementRequest, IncrementOutcome>;
 
-  /** @param rowTtlSeconds how long a row stays cached after its first change since a claim. */
+  /**
+   * @param rowTtlSeconds how long a row stays cached after its first change since a claim.
+   * @param idempotencyTtlSeconds how long a keyed change's key is remembered.
+   */
   constructor(
     private readonly runner: ScriptRunner,
     private readonly rowTtlSeconds: number,
+    private readonly idempotencyTtlSeconds: number,
   ) {
     // A single Redis takes one call's worth per turn, so that it runs one call while this process reads
     // the replies of the last; a cluster runs the calls of several slots at once on several masters.
@@ -79,19 +86,30 @@ export class IncrementBatcher {
     );
   }
 
-  /** The changes `indexes` of `requests` (of one slot, a row's side by side) in one script call. */
+  /**
+   * The changes `indexes` of `requests` (of one slot, a row's side by side) in one script call. A row
+   * with a keyed change also declares its shard's idempotency record, and gives each change's key.
+   */
   private sendCall(target: CallTarget, requests: IncrementRequest[], indexes: number[]): unknown {
     const keys: string[] = [];
     const args: Arg[] = [this.rowTtlSeconds];
     for (let first = 0; first < indexes.length;) {
       let end = first + 1;
-      while (end < indexes.length && sameRow(requests[indexes[end]], requests[indexes[first]])) end++;
+      let keyed = requests[indexes[first]].idempotencyKey !== undefined;
+      while (end < indexes.length && sameRow(requests[indexes[end]], requests[indexes[first]])) {
+        keyed ||= requests[indexes[end]].idempotencyKey !== undefined;
+        end++;
+      }
       const { shard, encodedId } = requests[indexes[first]];
       keys.push(shard.row(encodedId), shard.pending, shard.dirty, shard.generation);
-      args.push(encodedId, end - first);
+      if (keyed) {
+        keys.push(shard.idempotency);
+        args.push(encodedId, first - end, this.idempotencyTtlSeconds);
+      } else args.push(encodedId, end - first);
       for (const index of indexes.slice(first, end)) {
-        const { counter, delta, min, max } = requests[index];
+        const { counter, delta, min, max, idempotencyKey } = requests[index];
         args.push(counter, delta, bound(min), bound(max));
+        if (keyed) args.push(idempotencyKey ?? '');
       }
       first = end;
     }
@@ -129,6 +147,7 @@ function settleChanges(
 function incrementOutcome(kind: number | string, value: number | string): IncrementOutcome {
   if (Number(kind) === 1) return { kind: 'applied', value: Number(value) };
   if (Number(kind) === 0) return { kind: 'unseeded', generation: String(value) };
+  if (Number(kind) === 3) return { kind: 'already-applied', value: Number(value) };
   return { kind: 'out-of-range', current: Number(value) };
 }
 

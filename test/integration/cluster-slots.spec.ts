@@ -133,6 +133,16 @@ describe.runIf(TOPOLOGIES.includes('cluster'))('hash slots of every command on a
     for (const id of articleIds) likes.set(id, likes.get(id)! + 1);
     expect(together).toEqual(articleIds.map((id) => likes.get(id)));
 
+    // Keyed changes (G8): each row's shard record declared with the row; a retry applies nothing.
+    const keyed = await Promise.all(
+      articleIds.map((id) => counters.change(Article, id, 'like_count', 1, { idempotencyKey: `walk-${id}` })),
+    );
+    for (const id of articleIds) likes.set(id, likes.get(id)! + 1);
+    expect(keyed).toEqual(articleIds.map((id) => ({ value: likes.get(id), applied: true })));
+    expect(
+      await counters.change(Article, articleIds[0], 'like_count', 1, { idempotencyKey: `walk-${articleIds[0]}` }),
+    ).toEqual({ value: likes.get(articleIds[0]), applied: false });
+
     // A set: the difference goes in as a change of the row.
     expect(await counters.set(Article, articleIds[1], 'like_count', 500)).toBe(likes.get(articleIds[1]));
     likes.set(articleIds[1], 500);

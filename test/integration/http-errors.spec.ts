@@ -104,6 +104,20 @@ describe.each(DATABASES)('CounterExceptionFilter over HTTP on %s', (databaseName
     }
   });
 
+  it('answers an idempotency key that is empty or too long with 400', async () => {
+    const { id } = await insertArticle(3);
+    for (const key of ['', 'k'.repeat(201)]) {
+      await expectRefused((http) => http.post(`/articles/${id}/like?key=${key}`), 400, {
+        error: 'Bad Request',
+        code: 'InvalidIdempotencyKeyError',
+        message:
+          `An idempotency key must be a non-empty string of at most 200 characters; got a string of ` +
+          `${key.length} characters. Use one key per change, e.g. a UUID made when the change is first ` +
+          `attempted and reused for its retries.`,
+      });
+    }
+  });
+
   it('answers a row that does not exist with 404', async () => {
     await expectRefused((http) => http.post('/articles/424242/like'), 404, {
       error: 'Not Found',

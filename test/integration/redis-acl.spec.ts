@@ -53,9 +53,15 @@ describe('the Redis ACL the README documents', () => {
       [2, 4, 6],
     );
     expect(await counter.counters.decrement(Article, ids[2], 'like_count', 2)).toBe(4);
+    // A keyed change and its retry: the idempotency record's commands are allowed too.
+    for (const applied of [true, false])
+      expect(await counter.counters.change(Article, ids[0], 'view_count', 1, { idempotencyKey: 'acl' })).toEqual({
+        value: 1,
+        applied,
+      });
     const live = await counter.counters.getMany(Article, ids);
     expect(ids.map((id) => live.get(id))).toEqual([
-      { like_count: 2, view_count: 0 },
+      { like_count: 2, view_count: 1 },
       { like_count: 4, view_count: 0 },
       { like_count: 4, view_count: 0 },
     ]);

@@ -81,8 +81,13 @@ export function useIncrementSuite(topology: Topology, label: string): IncrementS
         if (script !== 'nestjsCounterIncrement') return [];
         const { keys: declared, argv } = scriptArguments(command);
         let changes = 0;
-        // argv[0] is the row TTL; then per row its id, its number of changes and 4 values per change.
-        for (let at = 1; at < argv.length; at += 2 + 4 * Number(argv[at + 1])) changes += Number(argv[at + 1]);
+        // argv[0] is the row TTL; then per row its id, its number of changes and 4 values per change, or
+        // for a row with a keyed change minus that number, the keys' lifetime and 5 values per change.
+        for (let at = 1; at < argv.length;) {
+          const n = Number(argv[at + 1]);
+          changes += Math.abs(n);
+          at += n < 0 ? 3 - 5 * n : 2 + 4 * n;
+        }
         return [{ script, keys: declared, changes, command }];
       }),
     save: (likeCount, viewCount) =>

@@ -1,3 +1,5 @@
+import { IDEMPOTENCY_PRUNE_PER_CHANGE } from '../../counter.constants.js';
+
 /** The increment script: see the comment at its top. */
 export const INCREMENT_LUA = String.raw`
 --[[
@@ -5,17 +7,27 @@ Applies the counter changes of one or more rows, each applied or refused on its 
 exactly as if each had been its own call. The changes asked for in one turn of the event loop travel
 together (IncrementBatcher), so a call's fixed cost is shared.
 
-KEYS, four per row: the row's hash, its shard's pending hash, dirty set and generation (one slot).
+KEYS, four per row: the row's hash, its shard's pending hash, dirty set and generation (one slot); a
+row with a keyed change has a fifth, its shard's idempotency record (a sorted set).
 ARGV[1] row TTL (seconds); then per row, in the order of KEYS: its encoded id, the number n of its
-changes, then n times (counter, delta, min, max); min and max are '' for the safe-integer limits.
+changes, then n times (counter, delta, min, max); min and max are '' for the safe-integer limits. A row
+with a keyed change gives -n instead of n, then the keys' lifetime (seconds), then n times (counter,
+delta, min, max, idempotency key), the key '' for a change without one.
 Returns two values per change, in order: {1, new value} when applied; {0, generation} when the row has
 no live value of the counter (nothing written: the caller loads the row and calls again); {2, current
-value} when the new value would leave [min, max] (nothing written). A call of one change, applied,
-returns the new value alone (a client reads an integer faster than an array).
+value} when the new value would leave [min, max] (nothing written); {3, current value} when the change's
+key is in the record for the row (nothing written). A call of one change, applied, returns the new value
+alone (a client reads an integer faster than an array).
 
 Where a change goes: the row's 'v:<counter>' holds the live value; the shard's pending hash holds, per
 '<encoded id> <counter>', the delta no flush has claimed yet. Invariant: every row with a pending
 change is in the dirty set. The row is a cache that may expire; its pending changes do not.
+
+The idempotency record holds '<encoded id> <key>' per applied keyed change, scored by when it expires
+(ms, Redis's clock). Invariant: a keyed change is applied only if its member is absent or expired, and
+is recorded in the same call; a change answered 0 or 2 records nothing. Each keyed change removes up to
+${IDEMPOTENCY_PRUNE_PER_CHANGE} expired members, and the record expires with its latest member, so it
+shrinks without a scan of the keyspace.
 ]]
 
 local MAX_SAFE = 9007199254740991
@@ -74,10 +86,33 @@ local function answer(kind, value)
   out[#out + 1] = value
 end
 
-for k = 1, #KEYS, 4 do
+-- Whether the row's key is in the shard's idempotency record and not expired (now in ms).
+local function remembered(record, member, now)
+  local expiry = redis.call('ZSCORE', record, member)
+  return expiry ~= false and tonumber(expiry) > now
+end
+
+-- Removes up to 'limit' expired members of a record, and lets it expire with its latest member.
+local function prune(record, now, limit)
+  local expired = redis.call('ZRANGEBYSCORE', record, '-inf', now, 'LIMIT', 0, limit)
+  if #expired > 0 then redis.call('ZREM', record, unpack(expired)) end
+  local last = redis.call('ZRANGE', record, -1, -1, 'WITHSCORES')
+  if last[2] then redis.call('PEXPIREAT', record, last[2]) end
+end
+
+local k = 1
+while k <= #KEYS do
   local id, n = ARGV[at], tonumber(ARGV[at + 1])
   at = at + 2
-  if n == 1 then
+  -- A row with keyed changes declares its shard's record as a fifth key and gives a key per change.
+  local record, lifetime, width, now, keyed = nil, nil, 4, nil, 0
+  if n < 0 then
+    n, record, lifetime, width = -n, KEYS[k + 4], tonumber(ARGV[at]) * 1000, 5
+    at = at + 1
+    local time = redis.call('TIME')
+    now = time[1] * 1000 + math.floor(time[2] / 1000)
+  end
+  if n == 1 and not record then
     answer(change_one(k, id, ARGV[at], ARGV[at + 1], ARGV[at + 2], ARGV[at + 3]))
     at = at + 4
   else
@@ -86,7 +121,8 @@ for k = 1, #KEYS, 4 do
     local state, counters = {}, {}
     for _ = 1, n do
       local counter, delta, min, max = ARGV[at], tonumber(ARGV[at + 1]), ARGV[at + 2], ARGV[at + 3]
-      at = at + 4
+      local key = record and ARGV[at + 4] or ''
+      at = at + width
       if state[counter] == nil then
         local field = 'v:' .. counter
         local value = redis.call('HGET', KEYS[k], field)
@@ -94,13 +130,20 @@ for k = 1, #KEYS, 4 do
         counters[#counters + 1] = counter
       end
       local counted = state[counter]
+      local member = key ~= '' and id .. ' ' .. key or nil
       if not counted then
         answer(0, redis.call('GET', KEYS[k + 3]) or '0')
+      elseif member and remembered(record, member, now) then
+        answer(3, exact(counted[1]))
       elseif outside(counted[1] + delta, min, max) then
         answer(2, exact(counted[1]))
       else
         counted[1] = counted[1] + delta
         counted[2] = counted[2] + delta
+        if member then
+          redis.call('ZADD', record, now + lifetime, member)
+          keyed = keyed + 1
+        end
         answer(1, exact(counted[1]))
       end
     end
@@ -112,7 +155,9 @@ for k = 1, #KEYS, 4 do
       end
     end
     if created > 0 then mark_dirty(k, id, created) end
+    if record then prune(record, now, ${IDEMPOTENCY_PRUNE_PER_CHANGE} * math.max(keyed, 1)) end
   end
+  k = k + (record and 5 or 4)
 end
 return out
 `;

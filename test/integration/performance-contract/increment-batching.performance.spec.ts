@@ -40,6 +40,25 @@ describe.each(TOPOLOGIES)('increments batched per turn of the event loop on %s',
     expect(calls).toHaveLength(topology === 'standalone' ? 1 : slots.size);
   });
 
+  it('sends keyed changes in the same calls as plain ones; only a row with a keyed change declares its record', async () => {
+    const [plain, keyed] = await Promise.all([save(0, 0), save(0, 0)]);
+    await counter.counters.getMany(Article, [plain.id, keyed.id]);
+    const from = suite.sentSoFar();
+    await Promise.all([
+      counter.counters.increment(Article, plain.id, 'like_count'),
+      counter.counters.increment(Article, keyed.id, 'like_count'),
+      counter.counters.increment(Article, keyed.id, 'like_count', 1, { idempotencyKey: 'contract' }),
+      counter.counters.increment(Article, plain.id, 'view_count'),
+    ]);
+    const calls = suite.incrementCalls(from);
+    const slots = new Set([plain, keyed].map((article) => shardOf(article.id).slot));
+    expect(calls).toHaveLength(topology === 'standalone' ? 1 : slots.size);
+    expect(calls.reduce((sum, call) => sum + call.changes, 0)).toBe(4);
+    const declared = calls.flatMap((call) => call.keys);
+    expect(declared.filter((key) => key === shardOf(keyed.id).idempotency)).toHaveLength(1);
+    expect(declared).toHaveLength(4 + 5);
+  });
+
   it("sends a turn's changes together and an unseeded row's change again once its row is loaded", async () => {
     const MAX = Number.MAX_SAFE_INTEGER;
     const [high, low, edge] = await Promise.all([save(0, MAX - 5), save(0, -(MAX - 5)), save(0, 10 ** 14 - 1)]);

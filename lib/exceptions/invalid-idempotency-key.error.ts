@@ -1,0 +1,4 @@
+import { CounterError } from './counter.error.js';
+
+/** The idempotency key of a change is not a non-empty string of at most 200 characters. */
+export class InvalidIdempotencyKeyError extends CounterError {}
