@@ -1,4 +1,9 @@
-import { COUNTER_DEFAULTS, DEFAULT_METRICS_PREFIX, HEALTH_DEFAULTS } from './counter.constants.js';
+import {
+  COUNTER_DEFAULTS,
+  DEFAULT_METRICS_PREFIX,
+  HEALTH_DEFAULTS,
+  MIN_DEFAULT_FLUSH_LEASE_MS,
+} from './counter.constants.js';
 import { MESSAGES } from './counter.messages.js';
 import { CounterConfigurationError } from './exceptions/counter-configuration.error.js';
 import type {
@@ -35,6 +40,8 @@ export function resolveCounterOptions(options: CounterModuleOptions = {}): Resol
     flushCron: resolveFlushCron(options),
     metrics: resolveMetrics(options.metrics),
   } as ResolvedCounterOptions;
+  // One interval: a dead flusher's shards are then taken over within about two (G10).
+  resolved.flushLeaseMs ??= Math.max(MIN_DEFAULT_FLUSH_LEASE_MS, resolved.flushIntervalMs);
   for (const name of POSITIVE_INTEGERS) {
     const value = resolved[name];
     // Left out, flushBatchSize is the database's default.

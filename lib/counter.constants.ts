@@ -25,7 +25,6 @@ export const COUNTER_DEFAULTS = {
   flushOnShutdown: true,
   flushIntervalMs: 1_000,
   flushConcurrency: 4,
-  flushLeaseMs: 30_000,
   flushMaxBackoffMs: 60_000,
   cleanRowTtlSeconds: 3_600,
   idempotencyTtlSeconds: 86_400,
@@ -36,6 +35,13 @@ export const COUNTER_DEFAULTS = {
   tracing: false,
   repairOnDataLoss: false,
 } as const;
+
+/**
+ * Shortest lease where `flushLeaseMs` is not set (the default is one flush interval): a lease is renewed
+ * every third of its length, so it outlives two late renewals of 333 ms, a pause of the event loop or
+ * a slow Redis, before another instance may take its shards over.
+ */
+export const MIN_DEFAULT_FLUSH_LEASE_MS = 1_000;
 
 /** Prefix of the metric names where `metrics.prefix` is not set. */
 export const DEFAULT_METRICS_PREFIX = 'nestjs_counter_';
@@ -84,9 +90,9 @@ export const MAX_CHANGES_PER_CALL = 20;
 export const MAX_ROWS_PER_CALL = 250;
 
 /**
- * Shards whose backlog one status script call reads (see status.lua.ts): few enough that a call holds
- * Redis below a millisecond however many entities an app counts, while three entities of 64 shards take
- * one call.
+ * Shards one status or renew script call takes (see status.lua.ts, renew.lua.ts): few enough that a
+ * call holds Redis below a millisecond however many entities an app counts, while three entities of 64
+ * shards take one call.
  */
 export const MAX_SHARDS_PER_STATUS_CALL = 256;
 

@@ -96,6 +96,20 @@ export const MESSAGES = {
   finalFlushFailed: () =>
     `The final counter flush before shutdown failed; the pending changes stay in Redis and the next instance ` +
     `flushes them.`,
+  finalFlushLeftWork: (left: { busy: number; lost: number; failed: number; reason?: string; rows: number | null }) =>
+    `The final counter flush before shutdown left work in Redis: ` +
+    [
+      left.busy > 0 &&
+        `${left.busy} shard(s) busy (another instance holds their lease: it is flushing them, or it died and ` +
+          `they are taken over by the next flush of a running instance once its lease runs out, flushLeaseMs)`,
+      left.lost > 0 && `${left.lost} shard(s) whose lease ran out during the flush (another instance finishes them)`,
+      left.failed > 0 && `${left.failed} shard(s) failed`,
+      left.reason !== undefined && `the flush failed (${left.reason})`,
+    ]
+      .filter(Boolean)
+      .join(', ') +
+    `; ${left.rows === null ? 'an unknown number of' : left.rows} row(s) wait in Redis for a running instance's ` +
+    `flush. Nothing is lost: they reach the database once an instance flushes them.`,
   redisConnectionLost: (reason: string) =>
     `Redis connection lost (${reason}); counter reads fall back to the database and changes fail until it returns.`,
   redisConnectionRestored: () => `Redis connection restored.`,

@@ -6,7 +6,9 @@
 // the step and is SIGKILLed there. The survivor keeps taking increments, then flushes until nothing is
 // pending (waiting out the victim's lease where it held one). Small batches give each shard several
 // batches, so that "holding the lease" (between two batches) exists.
+import type { DataSource } from 'typeorm';
 import { describe, expect, it } from 'vitest';
+import { CounterLedgerEntry } from '../../lib/index.js';
 import { FLUSH_STEPS, type FlushStep } from '../worker/worker-protocol.js';
 import { CHAOS_DATABASES } from '../harness/chaos-deployment.js';
 import { useChaosScenario } from '../harness/chaos-scenario.js';
@@ -100,3 +102,81 @@ describe.each(CHAOS_DATABASES)('scenario 1: a flusher killed with SIGKILL at eac
     if (expected.leaseHeld) expect(details.busyShards).toBeGreaterThanOrEqual(1);
   });
 });
+
+/** The flush interval of the takeover test: the library's default, as a new user runs it. */
+const TAKEOVER_INTERVAL_MS = 1_000;
+const TAKEOVER_ROWS = 200;
+/**
+ * From the kill to the dead instance's batch in the ledger (G10): its lease (one interval by default)
+ * runs out, a survivor's next scheduled flush comes within one more interval; 1000 ms for that flush's
+ * backlog read, claim and transaction, with three instances and the load on a loaded two-core machine.
+ */
+const TAKEOVER_BOUND_MS = 2 * TAKEOVER_INTERVAL_MS + 1_000;
+
+/** Epoch ms at which the ledger got `batchId` (its writer's clock: the same machine), once it has it. */
+async function ledgerTime(observer: DataSource, batchId: string, timeoutMs: number): Promise<number> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const row = await observer.getRepository(CounterLedgerEntry).findOneBy({ batchId });
+    if (row) return Number(row.appliedAt);
+    if (Date.now() > deadline) throw new Error(`batch ${batchId} not in the ledger after ${timeoutMs} ms`);
+    await sleep(20);
+  }
+}
+
+// G10 as a new user meets it: three instances on the library's default lease and interval, the
+// survivors flushing on their schedule, one instance SIGKILLed while its flush holds leases.
+describe.each(CHAOS_DATABASES)(
+  'scenario 1: takeover of a killed flusher by scheduled flushes, on %s',
+  (databaseName) => {
+    const scenario = useChaosScenario(databaseName);
+
+    it('a survivor writes the dead flusher’s batch soon after the kill', async () => {
+      // The deployment's short test lease is left out: each instance runs the library's default.
+      const run = await scenario.deploy('s1-takeover', { flushLeaseMs: undefined });
+      const { deployment, seed } = run;
+      const { observer } = deployment;
+      const targets = await insertArticleTargets(observer, TAKEOVER_ROWS);
+      const start = await readTargets(observer, targets);
+      const scheduled = { counter: { flushEnabled: true, flushIntervalMs: TAKEOVER_INTERVAL_MS } };
+      const [victim] = await deployment.startWorkers(['victim']);
+      const survivors = await deployment.startWorkers(['survivor-1', 'survivor-2'], scheduled);
+      const sampler = deployment.startSampler(targets);
+      const load = deployment.startLoad({ targets, workers: [victim, ...survivors], seed });
+      await sleep(400);
+
+      // The victim takes no more increments (each of its outcomes is known), and flushes until one of its
+      // claims gets a batch: the survivors' load keeps the shards dirty, their schedule competes for them.
+      await load.useWorkers(survivors);
+      await victim.pauseAt('after-claim');
+      const reaching = victim.reached('after-claim');
+      let reachedStep = false;
+      void reaching.then(() => (reachedStep = true));
+      void (async () => {
+        while (!reachedStep) await victim.flush().catch(() => undefined);
+      })();
+      const reached = await within(reaching, 20_000, 'victim reaching after-claim');
+      await victim.signal('SIGKILL');
+      const killedAt = Date.now();
+
+      // Waited for up to 40 s (the default lease before G10 was 30 s), so that a run over the bound
+      // still reports how long the takeover took.
+      const takeoverMs = (await ledgerTime(observer, reached.batchId!, 40_000)) - killedAt;
+      const tally = await load.stop();
+      const { final: reports, figures } = await run.settle({ flusher: survivors[0], targets, start, tally, sampler });
+      run.record('1 killed holding leases, scheduled takeover', figures, {
+        seed,
+        takeoverMs,
+        intervalMs: TAKEOVER_INTERVAL_MS,
+        survivorBatches: total(reports, 'batches'),
+        ledgerRows: await deployment.ledgerRows(),
+      });
+
+      expect(takeoverMs).toBeLessThanOrEqual(TAKEOVER_BOUND_MS);
+      expect(figures.wrong).toEqual([]);
+      expect(figures).toMatchObject({ lost: 0, duplicated: 0, uncertain: 0, backwards: 0 });
+      expect(figures.inDatabase).toBe(figures.acknowledged);
+      expect(tally.calls.refused, [...tally.errors].join(', ')).toBe(0);
+    });
+  },
+);

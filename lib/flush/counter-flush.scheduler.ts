@@ -12,6 +12,7 @@ import { COUNTER_FLUSH_JOB_PREFIX, COUNTER_OPTIONS } from '../counter.constants.
 import { MESSAGES } from '../counter.messages.js';
 import { CounterConfigurationError } from '../exceptions/counter-configuration.error.js';
 import type { ResolvedCounterOptions } from '../interfaces/counter-module-options.interface.js';
+import type { FlushReport } from '../interfaces/flush-report.interface.js';
 import { CounterFlusher } from './counter.flusher.js';
 import { addCronJob } from '../peer-compat.js';
 import { loadCronJob } from './cron-job.loader.js';
@@ -67,9 +68,25 @@ export class CounterFlushScheduler implements OnApplicationBootstrap, BeforeAppl
     try {
       const report = await this.flusher.flush();
       if (report.error) this.logger.error(`${MESSAGES.finalFlushFailed()} ${report.error.message}`);
+      await this.warnOfWorkLeft(report);
     } catch (error) {
       this.logger.error(`${MESSAGES.finalFlushFailed()} ${(error as Error).message}`);
     }
+  }
+
+  /** Says what a final flush left in Redis and why: no instance may be left running to flush it soon. */
+  private async warnOfWorkLeft({ busyShards, lostLeases, failedShards, error }: FlushReport): Promise<void> {
+    if (busyShards + lostLeases + failedShards === 0 && !error) return;
+    const rows = await this.flusher.rowsWaiting();
+    this.logger.warn(
+      MESSAGES.finalFlushLeftWork({
+        busy: busyShards,
+        lost: lostLeases,
+        failed: failedShards,
+        reason: error?.message,
+        rows,
+      }),
+    );
   }
 
   /**

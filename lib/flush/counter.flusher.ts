@@ -15,6 +15,7 @@ import { toDeltaBatch, type ConvertedBatch } from './delta-batch.js';
 import { FlushPipeline } from './flush.pipeline.js';
 import { FlushRecord } from './flush.record.js';
 import { FlushRun, type ShardWork } from './flush.run.js';
+import { LeaseKeeper } from './lease.keeper.js';
 import { RedisDataLossDetector } from './redis-data-loss.detector.js';
 
 /** A shard's claimed batch on its way to the database. */
@@ -81,16 +82,32 @@ export class CounterFlusher implements OnApplicationBootstrap {
   private async flushNow(): Promise<FlushReport> {
     const run = new FlushRun();
     await this.findShardsWithWork(run);
-    await this.pipeline.run({
-      // Claiming recovers the batches left behind that it meets (see `claimShard`).
-      claim: (rows, claimsAtOnce) => this.claim(run, rows, claimsAtOnce),
-      write: (batches) => this.write(run, batches),
-      acknowledge: (written) => this.acknowledge(run, written),
-      shardsLeft: () => run.shardsLeft.length > 0,
-      stopped: () => run.stopped(),
-    });
+    const leases = new LeaseKeeper(this.store, run, this.options.flushLeaseMs);
+    leases.start();
+    try {
+      await this.pipeline.run({
+        // Claiming recovers the batches left behind that it meets (see `claimShard`).
+        claim: (rows, claimsAtOnce) => this.claim(run, rows, claimsAtOnce),
+        write: (batches) => this.write(run, batches),
+        acknowledge: (written) => this.acknowledge(run, written),
+        shardsLeft: () => run.shardsLeft.length > 0,
+        stopped: () => run.stopped(),
+      });
+    } finally {
+      await leases.stop();
+    }
     await this.releaseLeases(run);
     return this.finish(run);
+  }
+
+  /** Rows waiting in Redis for a flush, every instance's together; null when Redis cannot tell. */
+  async rowsWaiting(): Promise<number | null> {
+    try {
+      const backlog = await this.store.backlog(this.allShards().map((work) => work.keys));
+      return backlog.reduce((sum, shard) => sum + shard.dirtyRows + shard.batchRows, 0);
+    } catch {
+      return null;
+    }
   }
 
   /**
@@ -159,7 +176,7 @@ export class CounterFlusher implements OnApplicationBootstrap {
       if (work.holding) await this.releaseShard(run, work);
       return undefined;
     }
-    work.holding = true;
+    run.leaseTaken(work);
     if (claim.batchId === '') {
       if (claim.moreRows > 0) run.requeue(work, Math.min(claim.moreRows, this.database.flushBatchSize));
       else await this.releaseShard(run, work);
@@ -212,7 +229,10 @@ export class CounterFlusher implements OnApplicationBootstrap {
    * another flusher recovered and wrote it), nothing was written: each goes again on its own, so that
    * the others are still written.
    */
-  private async write(run: FlushRun, batches: ClaimedBatch[]): Promise<WrittenBatch[]> {
+  private async write(run: FlushRun, group: ClaimedBatch[]): Promise<WrittenBatch[]> {
+    // A shard whose lease ran out is another flusher's now: it writes the batch, not this one.
+    const batches = group.filter(({ work }) => !work.leaseLost);
+    if (batches.length === 0) return [];
     try {
       const deltas = batches.map(({ batch }) => batch);
       const outcome = await this.tracer.inSpan(SPAN.transaction, transactionAttributes(deltas), () =>
@@ -252,6 +272,8 @@ export class CounterFlusher implements OnApplicationBootstrap {
   /** Acknowledges a batch; the shard goes back among those left (holding its lease) if it has rows left. */
   private async acknowledgeBatch(run: FlushRun, claimed: ClaimedBatch, missingIds: Array<string | number>) {
     const { work, batch, moreRows } = claimed;
+    // Lost with its lease: the next holder acknowledges the batch, once it has made sure the ledger has it.
+    if (work.leaseLost) return;
     const missing = missingIds.map((id) => claimed.encodedIdOf.get(String(id)) ?? String(id));
     const counters = work.entity.counterNames;
     const acknowledged = await this.store.ack(work.keys, batch.batchId, run.token, moreRows === 0, counters, missing);
@@ -304,6 +326,8 @@ export class CounterFlusher implements OnApplicationBootstrap {
         keys,
         holding: false,
         expectedRows: 0,
+        leaseLost: false,
+        leases: 0,
       })),
     );
   }

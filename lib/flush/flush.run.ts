@@ -14,6 +14,16 @@ export interface ShardWork {
   holding: boolean;
   /** Rows its next claim is expected to give. */
   expectedRows: number;
+  /** Whether the lease this flush took ran out under it (see LeaseKeeper): nothing more of it is done. */
+  leaseLost: boolean;
+  /** Claims that took the shard's lease: tells a renewal's reply about an older lease from the current one. */
+  leases: number;
+}
+
+/** A shard whose lease a renewal is asked to extend, with the lease it was. */
+export interface HeldShard {
+  work: ShardWork;
+  lease: number;
 }
 
 /**
@@ -32,6 +42,7 @@ export class FlushRun {
     recoveredBatches: 0,
     droppedRows: 0,
     busyShards: 0,
+    lostLeases: 0,
     failedShards: 0,
     durationMs: 0,
   };
@@ -40,6 +51,8 @@ export class FlushRun {
    * front, so every other shard gets its turn first.
    */
   shardsLeft: ShardWork[] = [];
+  /** Every shard this flush may work on. */
+  private shards: ShardWork[] = [];
   /** Shards the backlog showed something waiting in. */
   shardsWithWork = 0;
   /** Shards whose data Redis lost, and their entities. */
@@ -54,8 +67,29 @@ export class FlushRun {
 
   /** The shards with work, in a random order: each instance its own, so that instances spread over shards. */
   setShards(shards: ShardWork[]): void {
+    this.shards = [...shards];
     this.shardsLeft = randomOrderByEntity(shards);
     this.shardsWithWork = shards.length;
+  }
+
+  /** A claim took the shard's lease. */
+  leaseTaken(work: ShardWork): void {
+    work.holding = true;
+    work.leaseLost = false;
+    work.leases++;
+  }
+
+  /** The shards whose lease this flush holds. */
+  heldShards(): HeldShard[] {
+    return this.shards.filter((work) => work.holding).map((work) => ({ work, lease: work.leases }));
+  }
+
+  /** A renewal found the lease gone: unless the flush has let it go or taken it again since, it is lost. */
+  leaseLost({ work, lease }: HeldShard): void {
+    if (!work.holding || work.leases !== lease) return;
+    work.holding = false;
+    work.leaseLost = true;
+    this.report.lostLeases++;
   }
 
   /** Takes shards left until they are expected to give `rows` rows, at most `most` of them. */

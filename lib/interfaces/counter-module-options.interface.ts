@@ -82,9 +82,12 @@ export interface CounterModuleOptions {
    */
   flushConcurrency?: number;
   /**
-   * How long a flusher owns a shard before another instance may take it over, in milliseconds.
-   * Must be well above the time one batch takes to write.
-   * @default 30000
+   * The longest a flusher's lease on a shard lives without renewal, in milliseconds. A flush renews the
+   * leases it holds every third of this while it runs, however long its transactions take; a flusher that
+   * died (or froze) stops renewing, and another instance takes its shards over once this has passed, at
+   * its next flush. Shorter means a faster takeover; longer tolerates longer pauses of the event loop.
+   * @default the flush interval, at least 1000: a dead flusher's shards are flushed within about two
+   * intervals
    */
   flushLeaseMs?: number;
   /**

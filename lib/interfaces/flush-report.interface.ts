@@ -10,6 +10,12 @@ export interface FlushReport {
   droppedRows: number;
   /** Shards skipped because another flusher held their lease. */
   busyShards: number;
+  /**
+   * Shards whose lease ran out while this flush held them (it could not renew it in time, e.g. a process
+   * paused past `flushLeaseMs`): nothing more of them was written or acknowledged here; whoever holds
+   * the lease next finishes their batch.
+   */
+  lostLeases: number;
   /** Shards whose batch could not be written (the batch stays in Redis for the next flush). */
   failedShards: number;
   /** Wall time of the flush, in milliseconds. */

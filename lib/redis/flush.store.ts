@@ -160,6 +160,25 @@ export class FlushStore {
     return Number(reply) === 1;
   }
 
+  /**
+   * Extends the leases of `shards` that `token` still holds by `leaseMs` (see renew.lua.ts): one call
+   * per slot, one round trip per node. Returns, per shard, whether its lease was still the caller's.
+   */
+  async renew(shards: ShardKeys[], token: string, leaseMs: number): Promise<boolean[]> {
+    const requests = shards.map((shard) => ({ shard }));
+    const calls = this.runner.callsBySlot(requests).flatMap((indexes) => chunks(indexes, MAX_SHARDS_PER_STATUS_CALL));
+    const replies = await this.runner.runPerCall(requests, calls, (target, indexes) => {
+      const leases = indexes.map((index) => shards[index].lease);
+      return target.nestjsCounterRenew(leases.length, ...leases, token, leaseMs);
+    });
+    const renewed: boolean[] = new Array(shards.length);
+    calls.forEach((indexes, call) => {
+      const flags = String(replies[call]);
+      indexes.forEach((index, at) => (renewed[index] = flags[at] === '1'));
+    });
+    return renewed;
+  }
+
   async release(shard: ShardKeys, token: string): Promise<void> {
     await this.runner.callOnShard(shard, (target, done) => target.nestjsCounterRelease(1, shard.lease, token, done));
   }

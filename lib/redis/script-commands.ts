@@ -6,6 +6,7 @@ import { GIVE_BACK_LUA } from './scripts/give-back.lua.js';
 import { INCREMENT_LUA } from './scripts/increment.lua.js';
 import { READ_LUA } from './scripts/read.lua.js';
 import { RELEASE_LUA } from './scripts/release.lua.js';
+import { RENEW_LUA } from './scripts/renew.lua.js';
 import { SEED_LUA } from './scripts/seed.lua.js';
 import { SET_LUA } from './scripts/set.lua.js';
 import { STATUS_LUA } from './scripts/status.lua.js';
@@ -25,6 +26,7 @@ export const COUNTER_SCRIPTS = {
   nestjsCounterAck: ACK_LUA,
   nestjsCounterGiveBack: GIVE_BACK_LUA,
   nestjsCounterRelease: RELEASE_LUA,
+  nestjsCounterRenew: RENEW_LUA,
   nestjsCounterStatus: STATUS_LUA,
 } as const;
 

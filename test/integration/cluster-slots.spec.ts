@@ -35,6 +35,7 @@ const LIBRARY_SCRIPTS = [
   'nestjsCounterAck',
   'nestjsCounterGiveBack',
   'nestjsCounterRelease',
+  'nestjsCounterRenew',
 ];
 
 /**
@@ -190,6 +191,21 @@ describe.runIf(TOPOLOGIES.includes('cluster'))('hash slots of every command on a
     expect((await flush()).recoveredBatches).toBe(crashedBatches.length);
     const recovered = await articleCounts(dataSource, articleIds);
     expect(articleIds.map((id) => recovered.get(id)!.likes)).toEqual(articleIds.map((id) => likes.get(id)));
+
+    // A transaction that outlasts the lease: the flush renews the leases it holds, one call per slot.
+    const slow = articleIds[9];
+    likes.set(slow, likes.get(slow)! + 2);
+    expect(await counters.increment(Article, slow, 'like_count', 2)).toBe(likes.get(slow));
+    const counterDatabase = counter.app.get(CounterDatabase);
+    const realApply = counterDatabase.applyBatches.bind(counterDatabase);
+    vi.spyOn(counterDatabase, 'applyBatches').mockImplementationOnce(async (batches) => {
+      await new Promise((resolve) => setTimeout(resolve, 2 * LEASE_MS));
+      return realApply(batches);
+    });
+    const renewed = await flush();
+    vi.restoreAllMocks();
+    expect([renewed.batches, renewed.lostLeases]).toEqual([1, 0]);
+    expect((await articleCounts(dataSource, [slow])).get(slow)!.likes).toBe(likes.get(slow));
 
     // A transaction that fails with the database gone: its shards' leases are released at once, and the
     // next flush writes their batches.
@@ -359,10 +375,10 @@ describe.runIf(TOPOLOGIES.includes('cluster'))('hash slots of every command on a
       missingIds += missing.length;
     }
     // Every claimed row was in a claim's reply: the first flush's, the crashed flush's, the crashed
-    // batch's again when recovered, the row whose transaction failed and again when recovered, the
-    // deleted row's (which its ack also names as missing), and the row the older instance claimed and
-    // then this one.
-    expect(claimedRows).toBe(ARTICLES + REMARKS + CRASHED_ARTICLES + crashedRows + 2 + 1 + 2);
+    // batch's again when recovered, the row whose transaction outlasted the lease, the row whose
+    // transaction failed and again when recovered, the deleted row's (which its ack also names as
+    // missing), and the row the older instance claimed and then this one.
+    expect(claimedRows).toBe(ARTICLES + REMARKS + CRASHED_ARTICLES + crashedRows + 1 + 2 + 1 + 2);
     expect(missingIds).toBe(1);
     // What the scripts ran inside Redis: every library script, each command over declared keys only.
     const audited = (await audit.seen(redis)).filter(({ declared }) =>

@@ -1,0 +1,55 @@
+import type { FlushStore } from '../redis/flush.store.js';
+import type { FlushRun } from './flush.run.js';
+
+/**
+ * Renewals per lease length: a lease survives two renewals in a row that come late or fail (a busy
+ * event loop, a slow Redis) before it runs out.
+ */
+const RENEWALS_PER_LEASE = 3;
+
+/**
+ * Keeps the leases of one flush alive while it runs: every third of the lease length, the leases it
+ * holds are extended in one call per slot (see renew.lua.ts). A live flusher so keeps its shards however
+ * long its transactions take, and a dead one (which renews nothing) loses them within one lease length,
+ * for another instance to take over (G10). A lease found lost is marked on its shard: the flush writes
+ * and acknowledges nothing more of it, and the batch is finished by whoever holds the lease next.
+ */
+export class LeaseKeeper {
+  private timer?: NodeJS.Timeout;
+  private renewing?: Promise<void>;
+
+  constructor(
+    private readonly store: FlushStore,
+    private readonly run: FlushRun,
+    private readonly leaseMs: number,
+  ) {}
+
+  start(): void {
+    this.timer = setInterval(() => this.renew(), Math.max(1, Math.floor(this.leaseMs / RENEWALS_PER_LEASE)));
+    // A flush in progress must not keep the process alive by its renewals alone.
+    this.timer.unref();
+  }
+
+  /** Stops renewing, once the renewal under way (if any) has ended. */
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    await this.renewing;
+  }
+
+  private renew(): void {
+    // A renewal still waiting for Redis is not doubled: the next tick tries again.
+    if (this.renewing) return;
+    const held = this.run.heldShards();
+    if (held.length === 0) return;
+    this.renewing = this.store
+      .renew(
+        held.map(({ work }) => work.keys),
+        this.run.token,
+        this.leaseMs,
+      )
+      .then((renewed) => renewed.forEach((kept, index) => kept || this.run.leaseLost(held[index])))
+      // Redis unreachable: the flush itself fails on it; a lease that runs out meanwhile is fenced.
+      .catch(() => undefined)
+      .finally(() => (this.renewing = undefined));
+  }
+}
