@@ -1,5 +1,6 @@
 import { Inject, Module, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { COUNTER_INSTRUMENTS, COUNTER_OPTIONS, COUNTER_TRACER } from './counter.constants.js';
+import { CounterChangeApplier } from './counter-change.applier.js';
 import { CounterEntityExplorer } from './counter-entity.explorer.js';
 import { ConfigurableModuleClass, COUNTER_MODULE_OPTIONS } from './counter.module-definition.js';
 import { resolveCounterOptions } from './counter-options.js';
@@ -80,6 +81,7 @@ import { OpenTelemetryTracer } from './tracing/opentelemetry.tracer.js';
     CounterReader,
     CounterFlusher,
     CounterFlushScheduler,
+    CounterChangeApplier,
     CounterService,
     CounterInterceptor,
     CounterHealthIndicator,

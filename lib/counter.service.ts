@@ -1,24 +1,16 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
 import { collectCountedInstances } from './counted-instances.js';
+import { CounterChangeApplier } from './counter-change.applier.js';
 import { CounterFlusher } from './flush/counter.flusher.js';
 import { FlushRecord } from './flush/flush.record.js';
 import { MESSAGES } from './counter.messages.js';
 import { CounterReader, type RowRequest } from './counter.reader.js';
 import { CounterRegistry, type CountedEntity, type CounterField } from './counter.registry.js';
-import { toRowId, type RowId } from './row-id.js';
-import {
-  COUNTER_DATA_SOURCE,
-  COUNTER_INSTRUMENTS,
-  MAX_IDEMPOTENCY_KEY_LENGTH,
-  SEED_ATTEMPTS,
-} from './counter.constants.js';
-import { CounterOutOfRangeError } from './exceptions/counter-out-of-range.error.js';
+import { toRowId } from './row-id.js';
+import { COUNTER_DATA_SOURCE, COUNTER_INSTRUMENTS } from './counter.constants.js';
 import { CounterRowNotFoundError } from './exceptions/counter-row-not-found.error.js';
-import { CounterSeedContentionError } from './exceptions/counter-seed-contention.error.js';
 import { CounterStoreUnavailableError } from './exceptions/counter-store-unavailable.error.js';
-import { InvalidCounterDeltaError } from './exceptions/invalid-counter-delta.error.js';
-import { InvalidIdempotencyKeyError } from './exceptions/invalid-idempotency-key.error.js';
 import type { CounterChangeOptions, CounterChangeOutcome } from './interfaces/counter-change.interface.js';
 import type { CounterStatus } from './interfaces/counter-status.interface.js';
 import type { EntityClass } from './interfaces/entity-class.interface.js';
@@ -28,10 +20,8 @@ import { CounterReconciler } from './reconcile/counter.reconciler.js';
 import { CountedRowsQuery } from './sql/counted-rows.query.js';
 import { CounterDatabase } from './sql/counter.database.js';
 import type { CounterInstruments } from './metrics/counter.instruments.js';
-import { CounterKeys, type ShardKeys } from './redis/counter.keys.js';
-import { CounterStore } from './redis/counter.store.js';
+import { CounterKeys } from './redis/counter.keys.js';
 import { FlushStore } from './redis/flush.store.js';
-import type { IncrementOutcome, IncrementRequest } from './redis/increment.batcher.js';
 
 /** The counters of entities: change them, read them live, overlay them, flush them. */
 @Injectable()
@@ -40,17 +30,17 @@ export class CounterService {
 
   constructor(
     private readonly registry: CounterRegistry,
-    private readonly store: CounterStore,
     private readonly keys: CounterKeys,
     private readonly reader: CounterReader,
     private readonly flusher: CounterFlusher,
     private readonly record: FlushRecord,
     private readonly flushStore: FlushStore,
     @Inject(COUNTER_INSTRUMENTS) private readonly instruments: CounterInstruments,
+    private readonly changes: CounterChangeApplier,
     @Inject(COUNTER_DATA_SOURCE) dataSource: DataSource,
     database: CounterDatabase,
   ) {
-    const counters = { live: this.liveValues.bind(this), replace: this.replace.bind(this) };
+    const counters = { live: this.liveValues.bind(this), replace: this.changes.replace.bind(this.changes) };
     const rows = new CountedRowsQuery(dataSource, database.dialect);
     this.reconciler = new CounterReconciler(counters, rows, dataSource.manager, this.logger);
   }
@@ -72,7 +62,7 @@ export class CounterService {
     by = 1,
     options?: CounterChangeOptions,
   ): Promise<number> {
-    return this.apply(entity, id, counter, by, 1, options, false) as Promise<number>;
+    return this.changes.apply(entity, id, counter, by, 1, options, false) as Promise<number>;
   }
 
   /** Subtracts `by` (default 1) from a counter; see `increment`. */
@@ -83,7 +73,7 @@ export class CounterService {
     by = 1,
     options?: CounterChangeOptions,
   ): Promise<number> {
-    return this.apply(entity, id, counter, by, -1, options, false) as Promise<number>;
+    return this.changes.apply(entity, id, counter, by, -1, options, false) as Promise<number>;
   }
 
   /**
@@ -100,7 +90,7 @@ export class CounterService {
     delta: number,
     options?: CounterChangeOptions,
   ): Promise<CounterChangeOutcome> {
-    return this.apply(entity, id, counter, delta, 1, options, true) as Promise<CounterChangeOutcome>;
+    return this.changes.apply(entity, id, counter, delta, 1, options, true) as Promise<CounterChangeOutcome>;
   }
 
   /**
@@ -176,18 +166,8 @@ export class CounterService {
    * like any other: once flushed, the database holds `value` plus the changes made after the set.
    * @throws as `increment`; CounterOutOfRangeError when `value` is outside the counter's bounds
    */
-  async set(entity: EntityClass, id: string | number, counter: string, value: number): Promise<number> {
-    if (typeof value !== 'number' || !Number.isSafeInteger(value)) {
-      throw new InvalidCounterDeltaError(MESSAGES.invalidValue(value));
-    }
-    const row = this.address(entity, id, counter);
-    const { field, shard, encodedId } = row;
-    const request = { shard, encodedId, counter: field.name, value, min: field.min, max: field.max };
-    // Without an expected value, a set never finds the row 'changed'.
-    const attempt = () => this.store.set(request) as Promise<IncrementOutcome>;
-    const outcome = await attempt();
-    if (outcome.kind === 'applied') return outcome.value;
-    return (await this.finishChange(row, outcome, attempt, (current) => value - current)).value;
+  set(entity: EntityClass, id: string | number, counter: string, value: number): Promise<number> {
+    return this.changes.set(entity, id, counter, value);
   }
 
   /**
@@ -246,55 +226,6 @@ export class CounterService {
     }
   }
 
-  /**
-   * Adds `sign` × `by`; a row Redis does not hold yet is loaded from the database first. Resolves with
-   * the value alone, or with `{ value, applied }` when `withOutcome`.
-   */
-  private async apply(
-    entity: EntityClass,
-    id: string | number,
-    counter: string,
-    by: unknown,
-    sign: 1 | -1,
-    options: CounterChangeOptions | undefined,
-    withOutcome: boolean,
-  ): Promise<number | CounterChangeOutcome> {
-    try {
-      const change = this.prepareChange(entity, id, counter, by, sign, options);
-      const { delta } = change.request;
-      let outcome = await this.store.increment(change.request);
-      if (outcome.kind !== 'applied' && outcome.kind !== 'already-applied') {
-        outcome = await this.finishChange(
-          change,
-          outcome,
-          () => this.store.increment(change.request),
-          () => delta,
-        );
-      }
-      const applied = outcome.kind === 'applied';
-      if (applied) this.instruments.changed(change.counted, change.field);
-      return withOutcome ? { value: outcome.value, applied } : outcome.value;
-    } catch (error) {
-      this.instruments.changeFailed(entity, counter, error);
-      throw error;
-    }
-  }
-
-  /** Sets a counter to `value` only while its live value is `expected`: false when it moved (or expired). */
-  private async replace(
-    counted: CountedEntity,
-    field: CounterField,
-    id: string | number,
-    expected: number,
-    value: number,
-  ) {
-    const { shard, encodedId } = this.address(counted.target, id, field.name);
-    const { min, max } = field;
-    const outcome = await this.store.set({ shard, encodedId, counter: field.name, value, min, max, expected });
-    if (outcome.kind === 'out-of-range') throw outOfRange(counted, field, outcome.current, value - outcome.current);
-    return outcome.kind === 'applied';
-  }
-
   private async liveValues(counted: CountedEntity, field: CounterField, ids: ReadonlyArray<string | number>) {
     const values = await this.reader.read(
       ids.map((id) => ({ entity: counted, id: toRowId(counted, id) })),
@@ -303,90 +234,6 @@ export class CounterService {
     const index = counted.counters.indexOf(field);
     return values.map((row) => row?.[index]);
   }
-
-  /**
-   * Validates a change and addresses it. Throws the errors of invalid deltas and idempotency keys,
-   * unknown names and invalid ids.
-   */
-  private prepareChange(
-    entity: EntityClass,
-    id: string | number,
-    counter: string,
-    by: unknown,
-    sign: 1 | -1,
-    options: CounterChangeOptions | undefined,
-  ): PreparedChange {
-    if (typeof by !== 'number' || !Number.isSafeInteger(by))
-      throw new InvalidCounterDeltaError(MESSAGES.invalidDelta(by));
-    const idempotencyKey = idempotencyKeyOf(options);
-    const delta = by === 0 ? 0 : sign * by;
-    const row = this.address(entity, id, counter);
-    const { field, shard, encodedId } = row;
-    const { min, max } = field;
-    return { ...row, request: { shard, encodedId, counter: field.name, delta, min, max, idempotencyKey } };
-  }
-
-  /** A counter of a row: its entity, field, id and keys. Throws the errors of unknown names and invalid ids. */
-  private address(entity: EntityClass, id: unknown, counter: string): AddressedCounter {
-    const counted = this.registry.get(entity);
-    const field = this.registry.counter(counted, counter);
-    const rowId = toRowId(counted, id);
-    const encodedId = this.keys.encodeId(rowId.text);
-    return { counted, field, rowId, encodedId, shard: this.keys.shard(counted.key, this.keys.shardOf(encodedId)) };
-  }
-
-  /**
-   * What an attempt that was not applied leads to: an out-of-range error, or loading the row from the
-   * database and trying again, SEED_ATTEMPTS attempts in all.
-   */
-  private async finishChange(
-    { counted, field, rowId }: AddressedCounter,
-    first: IncrementOutcome,
-    retry: () => Promise<IncrementOutcome>,
-    deltaFrom: (current: number) => number,
-  ): Promise<AppliedOutcome> {
-    let outcome = first;
-    for (let attempt = 1; ; attempt++) {
-      if (outcome.kind === 'applied' || outcome.kind === 'already-applied') return outcome;
-      if (outcome.kind === 'out-of-range') {
-        throw outOfRange(counted, field, outcome.current, deltaFrom(outcome.current));
-      }
-      if (attempt === SEED_ATTEMPTS) break;
-      const seeded = await this.reader.ensureSeeded({ entity: counted, id: rowId });
-      if (!seeded) throw new CounterRowNotFoundError(MESSAGES.rowNotFound(counted.name, rowId.text));
-      outcome = await retry();
-    }
-    throw new CounterSeedContentionError(MESSAGES.seedContended(counted.name, rowId.text));
-  }
-}
-
-/** A counter of a row, validated and addressed: what its errors name, and where it lives. */
-interface AddressedCounter {
-  counted: CountedEntity;
-  field: CounterField;
-  rowId: RowId;
-  encodedId: string;
-  shard: ShardKeys;
-}
-
-/** A change, validated and addressed: what each attempt sends. */
-interface PreparedChange extends AddressedCounter {
-  request: IncrementRequest;
-}
-
-type AppliedOutcome = Extract<IncrementOutcome, { kind: 'applied' | 'already-applied' }>;
-
-/** The change's idempotency key, undefined when it has none; refuses one that is not a short string. */
-function idempotencyKeyOf(options: CounterChangeOptions | undefined): string | undefined {
-  const key: unknown = options?.idempotencyKey;
-  if (key === undefined) return undefined;
-  if (typeof key !== 'string' || key === '' || key.length > MAX_IDEMPOTENCY_KEY_LENGTH)
-    throw new InvalidIdempotencyKeyError(MESSAGES.invalidIdempotencyKey(key, MAX_IDEMPOTENCY_KEY_LENGTH));
-  return key;
-}
-
-function outOfRange(entity: CountedEntity, field: CounterField, current: number, delta: number) {
-  return new CounterOutOfRangeError(MESSAGES.outOfRange(entity.name, field.name, current, delta, field.min, field.max));
 }
 
 function pick(entity: CountedEntity, fields: CounterField[], row: number[]): Record<string, number> {

@@ -31,6 +31,8 @@ export interface BenchAppOptions {
   logger?: TypeOrmLogger;
   /** Create the tables. @default true */
   synchronize?: boolean;
+  /** The entities instead of the bench's own. */
+  entities?: Array<new () => unknown>;
 }
 
 @Module({})
@@ -44,7 +46,7 @@ export async function startBenchApp(options: BenchAppOptions): Promise<BenchApp>
       imports: [
         TypeOrmModule.forRoot({
           ...options.database,
-          entities: [...BENCH_ENTITIES, CounterLedgerEntry],
+          entities: [...(options.entities ?? BENCH_ENTITIES), CounterLedgerEntry],
           synchronize: options.synchronize ?? true,
           ...(options.logger ? { logging: ['query', 'error'], logger: options.logger } : { logging: false }),
         } as DataSourceOptions),

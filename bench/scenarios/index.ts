@@ -4,7 +4,16 @@ import { hotRow } from './hot-row.bench.js';
 import { incrementPath } from './increment-path.bench.js';
 import { liveReads } from './live-reads.bench.js';
 import { memoryPerRow } from './memory.bench.js';
+import { recountRate } from './recount.bench.js';
 import { scaleOut } from './scale-out.bench.js';
 
 /** The scenarios of `npm run bench`, in the order they run. */
-export const SCENARIOS: BenchScenario[] = [incrementPath, hotRow, flushThroughput, liveReads, memoryPerRow, scaleOut];
+export const SCENARIOS: BenchScenario[] = [
+  incrementPath,
+  hotRow,
+  flushThroughput,
+  liveReads,
+  memoryPerRow,
+  scaleOut,
+  recountRate,
+];

@@ -13,6 +13,7 @@ import { MESSAGES } from '../counter.messages.js';
 import { CounterConfigurationError } from '../exceptions/counter-configuration.error.js';
 import type { ResolvedCounterOptions } from '../interfaces/counter-module-options.interface.js';
 import type { FlushReport } from '../interfaces/flush-report.interface.js';
+import { CounterService } from '../counter.service.js';
 import { CounterFlusher } from './counter.flusher.js';
 import { addCronJob } from '../peer-compat.js';
 import { loadCronJob } from './cron-job.loader.js';
@@ -38,6 +39,7 @@ export class CounterFlushScheduler implements OnApplicationBootstrap, BeforeAppl
   constructor(
     private readonly flusher: CounterFlusher,
     private readonly record: FlushRecord,
+    private readonly counters: CounterService,
     @Inject(COUNTER_OPTIONS) private readonly options: ResolvedCounterOptions,
     @Optional() private readonly schedulerRegistry?: SchedulerRegistry,
   ) {}
@@ -77,7 +79,7 @@ export class CounterFlushScheduler implements OnApplicationBootstrap, BeforeAppl
   /** Says what a final flush left in Redis and why: no instance may be left running to flush it soon. */
   private async warnOfWorkLeft({ busyShards, lostLeases, failedShards, error }: FlushReport): Promise<void> {
     if (busyShards + lostLeases + failedShards === 0 && !error) return;
-    const rows = await this.flusher.rowsWaiting();
+    const { pendingRows: rows } = await this.counters.status();
     this.logger.warn(
       MESSAGES.finalFlushLeftWork({
         busy: busyShards,

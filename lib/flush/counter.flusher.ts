@@ -100,16 +100,6 @@ export class CounterFlusher implements OnApplicationBootstrap {
     return this.finish(run);
   }
 
-  /** Rows waiting in Redis for a flush, every instance's together; null when Redis cannot tell. */
-  async rowsWaiting(): Promise<number | null> {
-    try {
-      const backlog = await this.store.backlog(this.allShards().map((work) => work.keys));
-      return backlog.reduce((sum, shard) => sum + shard.dirtyRows + shard.batchRows, 0);
-    } catch {
-      return null;
-    }
-  }
-
   /**
    * The shards with something for the database, in a random order (each instance its own, so instances
    * spread over shards), from their backlog: changes waiting, a batch left behind, or a generation key

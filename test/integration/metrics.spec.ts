@@ -146,7 +146,7 @@ describe('Prometheus metrics', () => {
     });
     // Two key prefixes: two deployments, whose backlogs add up.
     expect(await samples(registry, `${PREFIX}pending_rows`)).toEqual({ [`${PREFIX}pending_rows`]: 2 });
-    expect(registry.getMetricsAsArray()).toHaveLength(10);
+    expect(registry.getMetricsAsArray()).toHaveLength(11);
   });
 
   it('registers in prom-client’s global registry with metrics: true', async () => {

@@ -1,4 +1,5 @@
 import { Logger } from '@nestjs/common';
+import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
   CounterConfigurationError,
@@ -308,5 +309,24 @@ describe.each(DATABASES)('repair after a loss of Redis data on %s', (database) =
     expect(await live(counters, ids, 'view_count')).toEqual([0, 0]);
     expect((await counters.flush()).error).toBeUndefined();
     expect(await stored(suite.counter, ids)).toEqual([3, 2]);
+  });
+});
+
+describe('audit with metrics on', () => {
+  const registry = new Registry();
+  const suite = useCounterSuite('sqlite', 'audit-metrics', { metrics: { registry } }, 1, SOURCED_ENTITIES);
+
+  it('sets drifted_rows to the rows its last audit found off their source', async () => {
+    const { counters } = suite.counter;
+    const ids = await insertTopics(suite.counter, [
+      { stored: 4, replies: 1 },
+      { stored: 2, replies: 2 },
+    ]);
+    const drifted = async () => (await registry.getSingleMetric('nestjs_counter_drifted_rows')!.get()).values;
+    expect((await counters.audit(Topic, 'reply_count')).drifted).toEqual([{ id: ids[0], live: 4, source: 1 }]);
+    expect(await drifted()).toEqual([{ labels: { entity: 'Topic', counter: 'reply_count' }, value: 1 }]);
+    await counters.recount(Topic, 'reply_count', { ids });
+    await counters.audit(Topic, 'reply_count');
+    expect(await drifted()).toEqual([{ labels: { entity: 'Topic', counter: 'reply_count' }, value: 0 }]);
   });
 });
