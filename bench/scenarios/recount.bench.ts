@@ -54,10 +54,16 @@ async function run(context: BenchContext) {
         }
         const flush = await timed(report.corrected.length, () => counters.flush());
         // The hand-rolled repair users run: one UPDATE of every row from a COUNT(*) subquery, database only.
-        await dataSource.query('UPDATE test_topic SET reply_count = 0');
+        const table = (entity: typeof Topic | typeof Reply) =>
+          dataSource
+            .getMetadata(entity)
+            .tablePath.split('.')
+            .map((part) => dataSource.driver.escape(part))
+            .join('.');
+        await dataSource.query(`UPDATE ${table(Topic)} SET reply_count = 0`);
         const sql = await timed(topics, () =>
           dataSource.query(
-            'UPDATE test_topic t SET reply_count = (SELECT COUNT(*) FROM test_reply r WHERE r.topic_id = t.id)',
+            `UPDATE ${table(Topic)} t SET reply_count = (SELECT COUNT(*) FROM ${table(Reply)} r WHERE r.topic_id = t.id)`,
           ),
         );
         const rows: BenchRow[] = [
