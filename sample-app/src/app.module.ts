@@ -3,6 +3,7 @@ import { ConfigModule, ConfigService } from '@nestjs/config';
 import { APP_FILTER, APP_GUARD } from '@nestjs/core';
 import { ScheduleModule } from '@nestjs/schedule';
 import { TypeOrmModule } from '@nestjs/typeorm';
+import { AdminModule } from './admin/admin.module.js';
 import { CommentsModule } from './comments/comments.module.js';
 import { CounterExceptionFilter, CounterModule } from 'nestjs-counter';
 import { SameOriginGuard } from './common/same-origin.guard.js';
@@ -30,6 +31,7 @@ import { UsersModule } from './users/users.module.js';
     PageModule,
     DemoModule,
     HealthModule,
+    AdminModule,
   ],
   controllers: [IndexController],
   providers: [

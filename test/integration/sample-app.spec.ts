@@ -4,8 +4,11 @@ import pg from 'pg';
 import request from 'supertest';
 import type { App } from 'supertest/types.js';
 import { DataSource } from 'typeorm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CounterService } from '../../lib/index.js';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { CounterService, CounterStoreUnavailableError } from '../../lib/index.js';
+import { Comment } from '../../sample-app/src/comments/comment.entity.js';
+import { Problem } from '../../sample-app/src/problems/problem.entity.js';
+import { Solution } from '../../sample-app/src/solutions/solution.entity.js';
 import { createTestDatabase, DATABASES, type DatabaseName } from '../support/databases.js';
 import { flushEverything } from '../support/flush-everything.js';
 import { deleteKeys, REDIS_URL, testRedis, uniquePrefix } from '../support/redis.js';
@@ -93,6 +96,8 @@ describe.each(DATABASES)('the sample app on %s', (databaseName) => {
     redis.disconnect();
     await database?.drop();
   });
+
+  afterEach(() => vi.restoreAllMocks());
 
   it('runs on the database DATABASE_URL names, and lists its routes at /', async () => {
     const { type } = app.get(DataSource).options;
@@ -195,6 +200,66 @@ describe.each(DATABASES)('the sample app on %s', (databaseName) => {
       problem.submissionCount + 1,
       problem.passedCount + 1,
     ]);
+  });
+
+  it('absorbs a retried like, counts like → unlike → like, and keeps submissions as rows', async () => {
+    const counters = app.get(CounterService);
+    const dataSource = app.get(DataSource);
+    const start = await counters.get(Solution, 2, 'like_count');
+    const like = () => request(http).post('/solutions/2/like').set('X-User-Id', '3');
+
+    // The count applied, its answer lost (as when Redis times out): 503, and the like's row stays.
+    const change = counters.change.bind(counters);
+    vi.spyOn(counters, 'change').mockImplementationOnce(async (...args) => {
+      await change(...args);
+      throw new CounterStoreUnavailableError('Redis did not answer in time; the change may have been applied.');
+    });
+    await like().expect(503);
+    expect(await counters.get(Solution, 2, 'like_count')).toBe(start + 1);
+    // The retry sends the same keyed change: absorbed.
+    expect((await like().expect(200)).body).toMatchObject({ liked: true, changed: false, like_count: start + 1 });
+    const unlike = await request(http).delete('/solutions/2/like').set('X-User-Id', '3').expect(200);
+    expect(unlike.body).toMatchObject({ liked: false, changed: true, like_count: start });
+    expect((await like().expect(200)).body).toMatchObject({ liked: true, changed: true, like_count: start + 1 });
+
+    const problem = await counters.get(Problem, 3, 'submission_count');
+    for (const passed of [true, false]) {
+      await request(http).post('/problems/3/submissions').send({ passed }).expect(201);
+    }
+    expect(await counters.get(Problem, 3, 'submission_count')).toBe(problem + 2);
+    const [rows] = await dataSource.query('SELECT COUNT(*) AS n FROM submissions WHERE problem_id = 3');
+    expect(Number(rows.n)).toBe(2);
+  });
+
+  it('audits counts against their rows and recounts them (the admin routes)', async () => {
+    const counters = app.get(CounterService);
+    const dataSource = app.get(DataSource);
+    // A like row whose count never happened (a crash between the insert and the increment).
+    await dataSource.query("INSERT INTO likes (user_id, target_type, target_id) VALUES (4, 'comment', 3)");
+    const live = await counters.get(Comment, 3, 'like_count');
+    const [rows] = await dataSource.query(
+      "SELECT COUNT(*) AS n FROM likes WHERE target_type = 'comment' AND target_id = 3",
+    );
+    const source = Number(rows.n);
+    expect(source).not.toBe(live);
+
+    const audit = await request(http).get('/admin/counters/comments/like_count/audit').expect(200);
+    expect(audit.body.drifted).toContainEqual({ id: 3, live, source });
+    const recount = await request(http)
+      .post('/admin/counters/comments/like_count/recount')
+      .send({ ids: [3] })
+      .expect(201);
+    expect(recount.body).toEqual({
+      checked: 1,
+      corrected: [{ id: 3, was: live, now: source }],
+      skipped: [],
+      cursor: null,
+    });
+    await request(http).get('/admin/counters/nothing/like_count/audit').expect(404);
+
+    await flushEverything(counters);
+    const [stored] = await dataSource.query('SELECT like_count FROM comments WHERE id = 3');
+    expect(Number(stored.like_count)).toBe(source);
   });
 
   it('counts a comment like once per user, and refuses unknown users (401) and targets (404)', async () => {

@@ -1,6 +1,8 @@
 import { Column, Entity, JoinColumn, ManyToOne, PrimaryGeneratedColumn, type Relation } from 'typeorm';
 import { Counted } from 'nestjs-counter';
 import { Solution } from '../solutions/solution.entity.js';
+import { countRows } from '../common/count-rows.source.js';
+import { countLikes } from '../likes/like.entity.js';
 
 @Entity('comments')
 export class Comment {
@@ -21,11 +23,11 @@ export class Comment {
   @Column({ type: 'text' })
   content!: string;
 
-  @Counted('like_count', { min: 0 })
+  @Counted('like_count', { min: 0, source: countLikes('comment') })
   @Column({ name: 'like_count', type: 'int', default: 0 })
   likeCount!: number;
 
-  @Counted('reply_count', { min: 0 })
+  @Counted('reply_count', { min: 0, source: countRows(() => Comment, 'parentId') })
   @Column({ name: 'reply_count', type: 'int', default: 0 })
   replyCount!: number;
 }

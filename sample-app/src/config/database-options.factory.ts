@@ -6,11 +6,12 @@ import { CounterLedgerEntry } from 'nestjs-counter';
 import { Comment } from '../comments/comment.entity.js';
 import { Like } from '../likes/like.entity.js';
 import { Problem } from '../problems/problem.entity.js';
+import { Submission } from '../problems/submission.entity.js';
 import { Solution } from '../solutions/solution.entity.js';
 import { User } from '../users/user.entity.js';
 import { databaseTarget } from './database.target.js';
 
-const ENTITIES = [Problem, Solution, Comment, User, Like, CounterLedgerEntry];
+const ENTITIES = [Problem, Submission, Solution, Comment, User, Like, CounterLedgerEntry];
 
 /** TypeORM options from DATABASE_URL (SQLite file when unset). `synchronize` is for the demo only. */
 export function databaseOptions(config: ConfigService): TypeOrmModuleOptions {

@@ -1,6 +1,6 @@
 import { Injectable, UnauthorizedException } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { CounterService } from 'nestjs-counter';
+import { CounterRowNotFoundError, CounterService } from 'nestjs-counter';
 import type { Repository } from 'typeorm';
 import { Comment } from '../comments/comment.entity.js';
 import { Solution } from '../solutions/solution.entity.js';
@@ -19,6 +19,12 @@ export interface LikeResult {
 }
 
 const COUNTED = { solution: Solution, comment: Comment } as const;
+
+/**
+ * How long after a like its retry still sends its change again: well within the module's
+ * idempotencyTtlSeconds (a day), so that the change's key is still remembered.
+ */
+const RETRY_WINDOW_MS = 60 * 60 * 1000;
 
 interface LikeKey {
   userId: number;
@@ -46,39 +52,56 @@ export class LikesService {
     private readonly counters: CounterService,
   ) {}
 
-  /** 401 for an unknown user; 404 (from the counter) for a missing target, whose row is then removed. */
+  /**
+   * 401 for an unknown user; 404 (from the counter) for a missing target, whose row is then removed. The
+   * count changes with a key made from the like's row: a like retried after its count failed or timed out
+   * finds its row and sends the same change again, which counts once; like → unlike → like counts every
+   * step (each like is a row of its own). A duplicate of an older like changes nothing.
+   */
   async like(userId: number, targetType: LikeTarget, targetId: number): Promise<LikeResult> {
     await this.requireUser(userId);
     const key: LikeKey = { userId, targetType, targetId };
+    let likeId: number;
     try {
-      await this.likes.insert({ ...key }); // a copy: insert() writes the generated columns into its argument
+      const { identifiers } = await this.likes.insert({ ...key }); // a copy: insert() writes into its argument
+      likeId = (identifiers[0] as { id: number }).id;
     } catch (error) {
       if (!isUniqueViolation(error)) throw error;
-      return answerOf(key, true, false, await this.counters.get(COUNTED[targetType], targetId, 'like_count'));
+      const existing = await this.likes.findOneBy(key);
+      if (!existing || Date.now() - existing.createdAt.getTime() > RETRY_WINDOW_MS) {
+        return answerOf(key, true, false, await this.counters.get(COUNTED[targetType], targetId, 'like_count'));
+      }
+      likeId = existing.id;
     }
     try {
-      return answerOf(key, true, true, await this.counters.increment(COUNTED[targetType], targetId, 'like_count'));
+      const { value, applied } = await this.counters.change(COUNTED[targetType], targetId, 'like_count', 1, {
+        idempotencyKey: `like:${likeId}`,
+      });
+      return answerOf(key, true, applied, value);
     } catch (error) {
-      // Not counted (missing target, Redis down): the row goes too, so that a retry counts it.
-      await this.likes.delete(key);
+      // No such target: the like goes too. Any other failure keeps it, for the retry to count it.
+      if (error instanceof CounterRowNotFoundError) await this.likes.delete({ id: likeId });
       throw error;
     }
   }
 
-  /** 401 for an unknown user; 404 for a missing target. Unliking what the user never liked changes nothing. */
+  /**
+   * 401 for an unknown user; 404 for a missing target. Unliking what the user never liked changes
+   * nothing. The count changes (with a key made from the like's row) before the row goes, so a retry
+   * after a failure finds the row and sends the same change again.
+   */
   async unlike(userId: number, targetType: LikeTarget, targetId: number): Promise<LikeResult> {
     await this.requireUser(userId);
     const key: LikeKey = { userId, targetType, targetId };
-    const { affected } = await this.likes.delete(key);
-    if (!affected)
+    const existing = await this.likes.findOneBy(key);
+    if (!existing) {
       return answerOf(key, false, false, await this.counters.get(COUNTED[targetType], targetId, 'like_count'));
-    try {
-      return answerOf(key, false, true, await this.counters.decrement(COUNTED[targetType], targetId, 'like_count'));
-    } catch (error) {
-      // Not counted: the like stays, so that a retry can remove it.
-      await this.likes.insert({ ...key }).catch(() => undefined);
-      throw error;
     }
+    const { value, applied } = await this.counters.change(COUNTED[targetType], targetId, 'like_count', -1, {
+      idempotencyKey: `unlike:${existing.id}`,
+    });
+    await this.likes.delete({ id: existing.id });
+    return answerOf(key, false, applied, value);
   }
 
   /** The ids of what the user likes, for the page's buttons. */

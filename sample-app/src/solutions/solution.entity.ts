@@ -2,6 +2,8 @@ import { Column, Entity, JoinColumn, ManyToOne, OneToMany, PrimaryGeneratedColum
 import { Counted } from 'nestjs-counter';
 import { Comment } from '../comments/comment.entity.js';
 import { Problem } from '../problems/problem.entity.js';
+import { countRows } from '../common/count-rows.source.js';
+import { countLikes } from '../likes/like.entity.js';
 
 @Entity('solutions')
 export class Solution {
@@ -25,11 +27,11 @@ export class Solution {
   @Column({ name: 'view_count', type: 'int', default: 0 })
   viewCount!: number;
 
-  @Counted('like_count', { min: 0 })
+  @Counted('like_count', { min: 0, source: countLikes('solution') })
   @Column({ name: 'like_count', type: 'int', default: 0 })
   likeCount!: number;
 
-  @Counted('comment_count', { min: 0 })
+  @Counted('comment_count', { min: 0, source: countRows(() => Comment, 'solutionId') })
   @Column({ name: 'comment_count', type: 'int', default: 0 })
   commentCount!: number;
 
