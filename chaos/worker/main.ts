@@ -7,6 +7,7 @@ import 'reflect-metadata';
 import type { INestApplicationContext } from '@nestjs/common';
 import { CounterService, type FlushReport } from '../../lib/index.js';
 import { Article, Badge, Remark } from '../../test/fixtures/entities.js';
+import { Topic } from '../../test/fixtures/sourced-entities.js';
 import { FlushStepHooks } from './flush-step-hooks.js';
 import { createWorkerApp } from './worker-app.js';
 import {
@@ -18,7 +19,7 @@ import {
   type WorkerMessage,
 } from './worker-protocol.js';
 
-const ENTITY_CLASSES: Record<CountedEntityName, abstract new () => unknown> = { Article, Remark, Badge };
+const ENTITY_CLASSES: Record<CountedEntityName, abstract new () => unknown> = { Article, Remark, Badge, Topic };
 
 const config = JSON.parse(process.env.CHAOS_WORKER_CONFIG ?? '') as WorkerConfig;
 

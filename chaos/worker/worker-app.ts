@@ -7,6 +7,7 @@ import { TypeOrmModule } from '@nestjs/typeorm';
 import type { DataSourceOptions } from 'typeorm';
 import { CounterLedgerEntry, CounterModule } from '../../lib/index.js';
 import { ENTITIES } from '../../test/fixtures/entities.js';
+import { SOURCED_ENTITIES } from '../../test/fixtures/sourced-entities.js';
 import type { WorkerConfig } from './worker-protocol.js';
 
 @Module({})
@@ -17,7 +18,7 @@ class ChaosWorkerModule {
       imports: [
         TypeOrmModule.forRoot({
           ...config.database,
-          entities: [...ENTITIES, CounterLedgerEntry],
+          entities: [...ENTITIES, ...SOURCED_ENTITIES, CounterLedgerEntry],
           // The parent creates the tables once; instances of one deployment never race to do it.
           synchronize: false,
           logging: false,

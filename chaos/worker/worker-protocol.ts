@@ -5,8 +5,8 @@ import type { Cluster, Redis } from 'ioredis';
 import type { DataSourceOptions } from 'typeorm';
 import type { CounterModuleOptions, CounterRedisConnection, FlushReport } from '../../lib/index.js';
 
-/** The entities a worker counts, by name (the classes of test/fixtures/entities.ts). */
-export type CountedEntityName = 'Article' | 'Remark' | 'Badge';
+/** The entities a worker counts, by name (the classes of test/fixtures/entities.ts and sourced-entities.ts). */
+export type CountedEntityName = 'Article' | 'Remark' | 'Badge' | 'Topic';
 
 /**
  * Points of the flush protocol (lib/counter.flusher.ts) where a worker can be made to stop, so that the

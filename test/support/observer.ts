@@ -1,6 +1,7 @@
 import { DataSource, type DataSourceOptions } from 'typeorm';
 import { CounterLedgerEntry } from '../../lib/index.js';
 import { ENTITIES } from '../fixtures/entities.js';
+import { SOURCED_ENTITIES } from '../fixtures/sourced-entities.js';
 import type { TestDatabase } from './databases.js';
 
 /**
@@ -10,7 +11,7 @@ import type { TestDatabase } from './databases.js';
 export function openObserver(database: TestDatabase): Promise<DataSource> {
   return new DataSource({
     ...database.options,
-    entities: [...ENTITIES, CounterLedgerEntry],
+    entities: [...ENTITIES, ...SOURCED_ENTITIES, CounterLedgerEntry],
     synchronize: true,
     logging: false,
   } as DataSourceOptions).initialize();
