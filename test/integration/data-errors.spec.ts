@@ -8,7 +8,7 @@ import { dialectFor } from '../../lib/sql/dialect-for.js';
 import { Article, ENTITIES } from '../fixtures/entities.js';
 import { createTestDatabase, DATABASES, type TestDatabase } from '../support/databases.js';
 import { NestHarness } from '../support/nest-harness.js';
-import { REDIS_URL, uniquePrefix } from '../support/redis.js';
+import { deleteKeys, REDIS_URL, testRedis, uniquePrefix } from '../support/redis.js';
 
 /** A statement each server refuses for its values (SQLSTATE class 22, or SQLite's mismatch). */
 const DATA_ERRORS = {
@@ -21,6 +21,8 @@ const DATA_ERRORS = {
 // being unavailable (which invites retries and pages someone).
 describe.each(DATABASES)('data errors on %s', (databaseName) => {
   const harness = new NestHarness();
+  const prefix = uniquePrefix('data-errors');
+  const redis = testRedis();
   let database: TestDatabase;
   let app: INestApplication;
   let dataSource: DataSource;
@@ -30,9 +32,7 @@ describe.each(DATABASES)('data errors on %s', (databaseName) => {
     app = await harness.start({
       database: database.options,
       entities: [...ENTITIES, CounterLedgerEntry],
-      imports: [
-        CounterModule.forRoot({ redis: REDIS_URL, keyPrefix: uniquePrefix('data-errors'), flushEnabled: false }),
-      ],
+      imports: [CounterModule.forRoot({ redis: REDIS_URL, keyPrefix: prefix, flushEnabled: false })],
     });
     dataSource = app.get(DataSource);
   });
@@ -40,6 +40,8 @@ describe.each(DATABASES)('data errors on %s', (databaseName) => {
   afterAll(async () => {
     await harness.closeAll();
     await database?.drop();
+    await deleteKeys(redis, prefix);
+    redis.disconnect();
   });
 
   const failureOf = (sql: string) =>

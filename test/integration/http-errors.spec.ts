@@ -148,6 +148,7 @@ describe.each(DATABASES)('CounterExceptionFilter over HTTP on %s', (databaseName
 describe('CounterExceptionFilter when Redis or the database is unavailable', () => {
   const prefix = uniquePrefix('http-503');
   const harness = new NestHarness();
+  const redis = testRedis();
   let database: TestDatabase;
 
   beforeAll(async () => {
@@ -157,6 +158,8 @@ describe('CounterExceptionFilter when Redis or the database is unavailable', () 
   afterAll(async () => {
     await harness.closeAll();
     await database?.drop();
+    await deleteKeys(redis, prefix);
+    redis.disconnect();
   });
 
   const unavailable = (code: string) => ({

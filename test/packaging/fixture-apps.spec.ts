@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { REDIS_URL, uniquePrefix } from '../support/redis.js';
+import { deleteKeys, REDIS_URL, testRedis, uniquePrefix } from '../support/redis.js';
 import {
   copyFixture,
   installedVersion,
@@ -41,6 +41,7 @@ describe.each(FIXTURES)('the $name fixture app, installed from the packed tarbal
   let app: RunningApp;
   let database: pg.Client;
   const schema = uniquePrefix(name).replaceAll('-', '_');
+  const keyPrefix = uniquePrefix(name);
 
   beforeAll(async () => {
     directory = copyFixture(name);
@@ -53,7 +54,7 @@ describe.each(FIXTURES)('the $name fixture app, installed from the packed tarbal
       DATABASE_URL,
       DATABASE_SCHEMA: schema,
       REDIS_URL,
-      KEY_PREFIX: uniquePrefix(name),
+      KEY_PREFIX: keyPrefix,
     });
   });
 
@@ -62,6 +63,9 @@ describe.each(FIXTURES)('the $name fixture app, installed from the packed tarbal
     await database?.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
     await database?.end();
     if (directory) removeDirectory(directory);
+    const redis = testRedis();
+    await deleteKeys(redis, keyPrefix);
+    redis.disconnect();
   });
 
   it('runs on the stack it declares', () => {
