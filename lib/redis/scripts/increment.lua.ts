@@ -1,4 +1,5 @@
 import { IDEMPOTENCY_PRUNE_PER_CHANGE } from '../../counter.constants.js';
+import { ROW_CHANGE_LUA } from './row-change.lua.js';
 
 /** The increment script: see the comment at its top. */
 export const INCREMENT_LUA = String.raw`
@@ -30,36 +31,9 @@ ${IDEMPOTENCY_PRUNE_PER_CHANGE} expired members, and the record expires with its
 shrinks without a scan of the keyspace.
 ]]
 
-local MAX_SAFE = 9007199254740991
-local ttl = ARGV[1]
-
--- A value Redis returns exactly: the number below 10^14, else its digits (Lua's own conversion keeps 14).
-local function exact(number)
-  if number > -1e14 and number < 1e14 then return number end
-  return string.format('%.0f', number)
-end
-
+${ROW_CHANGE_LUA}
 local function outside(value, min, max)
   return value < (min == '' and -MAX_SAFE or tonumber(min)) or value > (max == '' and MAX_SAFE or tonumber(max))
-end
-
--- Adds delta (given as text, as redis.call takes it) to the live value and to the pending change; true
--- when the pending change is new (the first since the shard's last claim, or one that netted to zero).
-local function add(k, id, field, counter, delta, text)
-  redis.call('HINCRBY', KEYS[k], field, text)
-  return redis.call('HINCRBY', KEYS[k + 1], id .. ' ' .. counter, text) == delta
-end
-
--- A row whose changes just made 'created' pending changes joins the dirty set (NX keeps when it first
--- became dirty) and stays cached for another TTL. A pending hash of no more fields than those was made by
--- them: it gets the '#wide' field, which makes Redis keep it as a hash table (see claim.lua.ts).
-local function mark_dirty(k, id, created)
-  if redis.call('HLEN', KEYS[k + 1]) <= created then
-    redis.call('HSET', KEYS[k + 1], '#wide', string.rep('-', 65))
-  end
-  local now = redis.call('TIME')
-  redis.call('ZADD', KEYS[k + 2], 'NX', now[1] * 1000 + math.floor(now[2] / 1000), id)
-  redis.call('EXPIRE', KEYS[k], ttl)
 end
 
 -- The one change of a row: most rows of a call have one, and need no tables.

@@ -1,3 +1,5 @@
+import { ROW_CHANGE_LUA } from './row-change.lua.js';
+
 /** The set script: see the comment at its top. */
 export const SET_LUA = String.raw`
 --[[
@@ -17,14 +19,9 @@ when the live value is not the one expected (nothing written).
 Invariant, as in increment.lua.ts: every row with a pending change is in the dirty set.
 ]]
 
-local MAX_SAFE = 9007199254740991
-local ttl, id, counter, target, min, max = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5], ARGV[6]
+${ROW_CHANGE_LUA}
+local id, counter, target, min, max = ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5], ARGV[6]
 local field = 'v:' .. counter
-
-local function exact(number)
-  if number > -1e14 and number < 1e14 then return number end
-  return string.format('%.0f', number)
-end
 
 local value = redis.call('HGET', KEYS[1], field)
 if not value then return { 0, redis.call('GET', KEYS[4]) or '0' } end
@@ -34,16 +31,6 @@ local delta = target - current
 if target < tonumber(min) or target > tonumber(max) or math.abs(delta) > MAX_SAFE then
   return { 2, exact(current) }
 end
-if delta ~= 0 then
-  local text = exact(delta)
-  redis.call('HINCRBY', KEYS[1], field, text)
-  if redis.call('HINCRBY', KEYS[2], id .. ' ' .. counter, text) == delta then
-    -- A new pending change: the row joins the dirty set (NX keeps when it first became dirty).
-    if redis.call('HLEN', KEYS[2]) <= 1 then redis.call('HSET', KEYS[2], '#wide', string.rep('-', 65)) end
-    local now = redis.call('TIME')
-    redis.call('ZADD', KEYS[3], 'NX', now[1] * 1000 + math.floor(now[2] / 1000), id)
-    redis.call('EXPIRE', KEYS[1], ttl)
-  end
-end
+if delta ~= 0 and add(1, id, field, counter, delta, exact(delta)) then mark_dirty(1, id, 1) end
 return { 1, exact(current) }
 `;
