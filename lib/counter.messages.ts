@@ -147,6 +147,9 @@ export const MESSAGES = {
     `written by a later flush.`,
   databaseFailed: (operation: string, reason: string) =>
     `The database failed while ${operation} (${reason}); nothing was changed. Retry once the database is reachable.`,
+  lateBatchNotSettled: (entity: string, reason: string) =>
+    `A ${entity} batch transaction that ended after the flush stopped waiting for it could not be settled in ` +
+    `Redis (${reason}); the shard's next flush finishes it.`,
   batchTakenOver: (entity: string, shard: number) =>
     `A claimed batch of ${entity} shard ${shard} was taken over by another flusher (its lease ran out) before it ` +
     `was written; that flusher finishes it.`,

@@ -8,7 +8,7 @@ import type { FlushReport } from '../interfaces/flush-report.interface.js';
 import type { CounterInstruments } from '../metrics/counter.instruments.js';
 import { CounterKeys, type ShardKeys } from '../redis/counter.keys.js';
 import { FlushStore, type ClaimOutcome } from '../redis/flush.store.js';
-import { CounterDatabase } from '../sql/counter.database.js';
+import { CounterDatabase, type ApplyOutcome } from '../sql/counter.database.js';
 import { flushAttributes, SPAN, transactionAttributes } from '../tracing/counter-span.attributes.js';
 import type { CounterTracer } from '../tracing/counter.tracer.js';
 import { toDeltaBatch, type ConvertedBatch } from './delta-batch.js';
@@ -226,7 +226,7 @@ export class CounterFlusher implements OnApplicationBootstrap {
     try {
       const deltas = batches.map(({ batch }) => batch);
       const outcome = await this.tracer.inSpan(SPAN.transaction, transactionAttributes(deltas), () =>
-        this.database.applyBatches(deltas),
+        this.database.applyBatches(deltas, (late) => this.endedLate(batches, late)),
       );
       if (!outcome.applied) {
         if (batches.length === 1) return [{ claimed: batches[0], missingIds: [] }];
@@ -243,9 +243,49 @@ export class CounterFlusher implements OnApplicationBootstrap {
         return { claimed, missingIds };
       });
     } catch (error) {
+      // A batch Redis lost meanwhile may have had its rows loaded inside the transaction (SQLite's one
+      // connection) or before a COMMIT whose outcome is unknown: they load again.
+      await Promise.all(batches.map((claimed) => this.forgetIfGone(claimed, run).catch(() => undefined)));
       await Promise.all(batches.map(({ work }) => this.shardFailed(run, work, error as Error)));
       return [];
     }
+  }
+
+  /**
+   * A transaction the flush stopped waiting for ended: its batches are acknowledged if it committed, and
+   * their rows forgotten if Redis no longer holds them, as if the flush had waited (see `acknowledgeBatch`).
+   */
+  private endedLate(batches: ClaimedBatch[], outcome: ApplyOutcome | undefined): void {
+    batches.forEach(async (claimed, index) => {
+      try {
+        const { work, batch } = claimed;
+        const committed = outcome?.applied === true;
+        const missing = committed ? this.encodedIds(claimed, outcome.missingIds[index]) : [];
+        if (committed && (await this.store.ack(work.keys, batch.batchId, '', false, work.entity.counterNames, missing)))
+          return this.lossDetector.acknowledged(work.keys, claimed.generation);
+        await this.forgetIfGone(claimed);
+      } catch (error) {
+        this.logger.warn(MESSAGES.lateBatchNotSettled(claimed.work.entity.key, (error as Error).message));
+      }
+    });
+  }
+
+  /**
+   * Forgets the rows of a batch that Redis no longer holds as the shard's batch in flight (see
+   * forget.lua.ts): a row loaded meanwhile may miss or count it. A generation key found missing is a loss.
+   */
+  private async forgetIfGone(claimed: ClaimedBatch, run?: FlushRun): Promise<void> {
+    const { work, batch } = claimed;
+    const outcome = await this.store.forget(work.keys, batch.batchId, this.encodedIds(claimed, batch.rows.ids));
+    if (outcome !== 'lost') return;
+    this.lossDetector.remade(work.keys);
+    if (run) run.shardLost(work.entity);
+    else this.record.redisDataLost(1, [work.entity]);
+  }
+
+  /** The encoded ids (as in Redis) of rows of a batch, given by their ids as in the database. */
+  private encodedIds({ encodedIdOf }: ClaimedBatch, ids: Array<string | number>): string[] {
+    return ids.map((id) => encodedIdOf.get(String(id)) ?? String(id));
   }
 
   /** Acknowledges written batches; a failed acknowledgement is its shard's failure (its batch stays claimed). */
@@ -259,15 +299,21 @@ export class CounterFlusher implements OnApplicationBootstrap {
     );
   }
 
-  /** Acknowledges a batch; the shard goes back among those left (holding its lease) if it has rows left. */
+  /**
+   * Acknowledges a batch the database has; the shard goes back among those left (holding its lease) if it
+   * has rows left. Sent even when the lease ran out meanwhile (the batch is committed: acknowledging it is
+   * what its next holder would do). A batch no longer in Redis (Redis lost its data, or another flusher
+   * finished it) has its rows forgotten: one loaded meanwhile may have missed it.
+   */
   private async acknowledgeBatch(run: FlushRun, claimed: ClaimedBatch, missingIds: Array<string | number>) {
     const { work, batch, moreRows } = claimed;
-    // Lost with its lease: the next holder acknowledges the batch, once it has made sure the ledger has it.
-    if (work.leaseLost) return;
-    const missing = missingIds.map((id) => claimed.encodedIdOf.get(String(id)) ?? String(id));
+    const missing = this.encodedIds(claimed, missingIds);
     const counters = work.entity.counterNames;
     const acknowledged = await this.store.ack(work.keys, batch.batchId, run.token, moreRows === 0, counters, missing);
     if (acknowledged) this.lossDetector.acknowledged(work.keys, claimed.generation);
+    else await this.forgetIfGone(claimed, run);
+    // Lost with its lease: the shard is another flusher's now.
+    if (work.leaseLost) return;
     if (moreRows > 0) run.requeue(work, Math.min(moreRows, this.database.flushBatchSize));
     else work.holding = false;
   }

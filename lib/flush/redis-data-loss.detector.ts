@@ -41,6 +41,11 @@ export class RedisDataLossDetector {
     };
   }
 
+  /** The shard's generation key, found missing (a loss already reported), was made again at 1. */
+  remade(shard: ShardKeys): void {
+    this.generations.set(shard.tag, 1);
+  }
+
   /** A batch of the shard claimed at `generation` was acknowledged: the generation moved on by one. */
   acknowledged(shard: ShardKeys, generation: number): void {
     this.record(shard, generation + 1);

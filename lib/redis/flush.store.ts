@@ -143,6 +143,21 @@ export class FlushStore {
   }
 
   /**
+   * Forgets the rows of a batch whose transaction has ended, unless it is still the shard's batch in flight
+   * (see forget.lua.ts): `kept` then, `forgotten` when the rows were deleted (they load again from the
+   * database), `lost` when the shard's generation key was missing too (Redis lost the shard's data).
+   */
+  async forget(shard: ShardKeys, batchId: string, encodedIds: string[]): Promise<'kept' | 'forgotten' | 'lost'> {
+    const keys = [shard.batch, shard.generation, ...encodedIds.map((encodedId) => shard.row(encodedId))];
+    const reply = Number(
+      await this.runner.callOnShard(shard, (target, done) =>
+        target.nestjsCounterForget(keys.length, ...keys, batchId, done),
+      ),
+    );
+    return reply === 0 ? 'kept' : reply === 1 ? 'forgotten' : 'lost';
+  }
+
+  /**
    * Takes a claimed batch's changes of counters this instance does not know out of it (see
    * give-back.lua.ts). False when the batch or the lease is no longer this flusher's: it must then not
    * write the batch. On a cluster it waits for the replicas, as a claim does: a replica promoted without

@@ -2,6 +2,7 @@ import type { ChainableCommander } from 'ioredis';
 import type { RedisClient } from './counter-redis.handle.js';
 import { ACK_LUA } from './scripts/ack.lua.js';
 import { CLAIM_LUA } from './scripts/claim.lua.js';
+import { FORGET_LUA } from './scripts/forget.lua.js';
 import { GIVE_BACK_LUA } from './scripts/give-back.lua.js';
 import { INCREMENT_LUA } from './scripts/increment.lua.js';
 import { READ_LUA } from './scripts/read.lua.js';
@@ -24,6 +25,7 @@ export const COUNTER_SCRIPTS = {
   nestjsCounterSet: SET_LUA,
   nestjsCounterClaim: CLAIM_LUA,
   nestjsCounterAck: ACK_LUA,
+  nestjsCounterForget: FORGET_LUA,
   nestjsCounterGiveBack: GIVE_BACK_LUA,
   nestjsCounterRelease: RELEASE_LUA,
   nestjsCounterRenew: RENEW_LUA,

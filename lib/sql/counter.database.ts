@@ -78,9 +78,11 @@ export class CounterDatabase {
   /**
    * Applies batches (of one or more shards and entities) in one transaction: the ledger insert first (so
    * a duplicate blocks and fails before it locks any counted row), then one UPDATE per table.
+   * @param endedLate called with the transaction's outcome (undefined when it failed) if it ends after the
+   *   wait for it was given up (`databaseTimeoutMs`): it may still have committed.
    */
-  applyBatches(batches: DeltaBatch[]): Promise<ApplyOutcome> {
-    return this.bounded('writing a batch', () => this.inTurn(() => this.applyBatchesNow(batches)));
+  applyBatches(batches: DeltaBatch[], endedLate?: (outcome: ApplyOutcome | undefined) => void): Promise<ApplyOutcome> {
+    return this.bounded('writing a batch', () => this.inTurn(() => this.applyBatchesNow(batches)), endedLate);
   }
 
   isBatchApplied(batchId: string): Promise<boolean> {
@@ -112,16 +114,28 @@ export class CounterDatabase {
    * Gives up waiting after `databaseTimeoutMs`. The operation itself is not cancelled: a transaction
    * that commits later is found in the ledger by the flush that recovers its batch.
    */
-  private bounded<T>(operation: string, run: () => Promise<T>): Promise<T> {
+  private bounded<T>(
+    operation: string,
+    run: () => Promise<T>,
+    endedLate?: (result: T | undefined) => void,
+  ): Promise<T> {
     const timeoutMs = this.options.databaseTimeoutMs;
     let timer: NodeJS.Timeout | undefined;
+    let abandoned = false;
     const expired = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new CounterDatabaseUnavailableError(MESSAGES.databaseTimeout(operation, timeoutMs))),
-        timeoutMs,
-      );
+      timer = setTimeout(() => {
+        abandoned = true;
+        reject(new CounterDatabaseUnavailableError(MESSAGES.databaseTimeout(operation, timeoutMs)));
+      }, timeoutMs);
     });
-    return Promise.race([run(), expired]).finally(() => clearTimeout(timer));
+    const running = run();
+    if (endedLate) {
+      running.then(
+        (result) => abandoned && endedLate(result),
+        () => abandoned && endedLate(undefined),
+      );
+    }
+    return Promise.race([running, expired]).finally(() => clearTimeout(timer));
   }
 
   private async readCountersNow(

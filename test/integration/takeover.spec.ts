@@ -185,7 +185,10 @@ describe.each(TARGETS)('takeover on %s, %s', (databaseName, topology) => {
     const late = await holding;
 
     expect([late.error, late.lostLeases, late.batches]).toEqual([undefined, held, 0]);
-    expect(ack).not.toHaveBeenCalled();
+    // Its batches found in the ledger, it may acknowledge them: the new holder did already, so nothing is.
+    expect(await Promise.all(ack.mock.results.map(({ value }) => value as Promise<boolean>))).toEqual(
+      ack.mock.calls.map(() => false),
+    );
     await expectExact(taker, changes);
     expect(await ledger(taker).count()).toBe(ledgerBefore + held);
   });
