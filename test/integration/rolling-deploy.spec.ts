@@ -54,6 +54,39 @@ describe.each(DATABASES)('a flusher deployed before a counter was added, on %s',
     expect(await newer.counters.get(Article, id, 'view_count')).toBe(4);
   });
 
+  it("leaves nothing behind when it claims a shard in parts: the shard's last claim takes what is left", async () => {
+    // Claims of one row each: the first two pop a row from the dirty set, leaving its view_count change in the
+    // pending hash (the row is no longer dirty, and a later change of it does not make it so); the last claim
+    // takes the whole pending hash, those changes included, and gives them back. So an older instance delays
+    // them at most until the shard's backlog is down to flushBatchSize rows, and loses none.
+    const partial = await startCounterApp({
+      database: suite.database.options,
+      keyPrefix: suite.prefix,
+      synchronize: false,
+      entities: [ArticleBeforeViewCount],
+      counter: { ...OPTIONS, flushBatchSize: 1 },
+    });
+    try {
+      const ids = await insertArticles(newer.dataSource, [0, 0, 0]);
+      for (const id of ids) {
+        await newer.counters.increment(Article, id, 'view_count', 3);
+        await newer.counters.increment(Article, id, 'like_count', 1);
+      }
+      const report = await partial.counters.flush();
+      expect([report.error, report.batches, report.rows]).toEqual([undefined, 3, 3]);
+      expect(Object.keys(await suite.redis.hgetall(shard().unknown)).sort()).toEqual(
+        ids.map((id) => `${id} view_count`).sort(),
+      );
+      expect(await newer.counters.increment(Article, ids[0], 'view_count', 1)).toBe(4);
+      expect((await newer.counters.flush()).error).toBeUndefined();
+      expect(await articleCounts(newer.dataSource, ids)).toEqual(
+        new Map(ids.map((id, i) => [id, { likes: 1, views: i === 0 ? 4 : 3 }])),
+      );
+    } finally {
+      await partial.close();
+    }
+  });
+
   it('lets them expire like a row when no instance that knows the counter claims the shard', async () => {
     const [id] = await insertArticles(newer.dataSource, [0]);
     expect(await newer.counters.increment(Article, id, 'view_count', 5)).toBe(5);
