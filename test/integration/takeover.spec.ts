@@ -160,6 +160,33 @@ describe.each(TARGETS)('takeover on %s, %s', (databaseName, topology) => {
     expect(await ledger(other).count()).toBe(ledgerBefore + held);
   });
 
+  it('keeps its leases through one renewal whose reply is slower than the lease', async () => {
+    const holder = await start({ flushLeaseMs: 1_000 });
+    const taker = await start({ flushLeaseMs: 1_000 });
+    const changes = await pendingChanges(holder);
+    const store = holder.app.get(FlushStore);
+    const renew = store.renew.bind(store);
+    let calls = 0;
+    // The first renewal's reply takes 1.5 leases (a slow node, a reply stuck until the command timeout).
+    vi.spyOn(store, 'renew').mockImplementation(async (...args) => {
+      if (calls++ === 0) await sleep(1_500);
+      return renew(...args);
+    });
+    const stall = stallWrites(holder);
+    const holding = holder.counters.flush();
+    await stall.reached;
+    const held = stall.written[0].length;
+    await sleep(1_600);
+
+    // The other renewals went on: the shards are still the holder's.
+    const meanwhile = await taker.counters.flush();
+    expect([meanwhile.busyShards, meanwhile.recoveredBatches, meanwhile.batches]).toEqual([held, 0, 0]);
+    stall.release();
+    const report = await holding;
+    expect([report.error, report.lostLeases, report.batches]).toEqual([undefined, 0, held]);
+    await expectExact(holder, changes);
+  });
+
   it('stops a flusher that finds its lease lost: the new holder writes the batch, once', async () => {
     const holder = await start({ flushLeaseMs: LEASE_MS });
     const taker = await start({ flushLeaseMs: LEASE_MS });
