@@ -16,7 +16,8 @@ const RENEWALS_PER_LEASE = 3;
  */
 export class LeaseKeeper {
   private timer?: NodeJS.Timeout;
-  private renewing?: Promise<void>;
+  /** Renewals waiting for their replies. */
+  private readonly renewing = new Set<Promise<void>>();
 
   constructor(
     private readonly store: FlushStore,
@@ -30,18 +31,22 @@ export class LeaseKeeper {
     this.timer.unref();
   }
 
-  /** Stops renewing, once the renewal under way (if any) has ended. */
+  /** Stops renewing, once the renewals under way (if any) have ended. */
   async stop(): Promise<void> {
     clearInterval(this.timer);
-    await this.renewing;
+    await Promise.all(this.renewing);
   }
 
+  /**
+   * Renews on schedule even while an earlier renewal waits for its reply: one slow reply (a slow node, a
+   * reply stuck until the command timeout) must not hold back the renewals that would keep the leases.
+   * At most one lease length's worth wait at once, so a Redis that stopped answering is not flooded.
+   */
   private renew(): void {
-    // A renewal still waiting for Redis is not doubled: the next tick tries again.
-    if (this.renewing) return;
+    if (this.renewing.size >= RENEWALS_PER_LEASE) return;
     const held = this.run.heldShards();
     if (held.length === 0) return;
-    this.renewing = this.store
+    const renewal = this.store
       .renew(
         held.map(({ work }) => work.keys),
         this.run.token,
@@ -50,6 +55,7 @@ export class LeaseKeeper {
       .then((renewed) => renewed.forEach((kept, index) => kept || this.run.leaseLost(held[index])))
       // Redis unreachable: the flush itself fails on it; a lease that runs out meanwhile is fenced.
       .catch(() => undefined)
-      .finally(() => (this.renewing = undefined));
+      .finally(() => this.renewing.delete(renewal));
+    this.renewing.add(renewal);
   }
 }
