@@ -83,9 +83,9 @@ export class FlushStepHooks {
 
   private wrapDatabase(database: CounterDatabase, keys: CounterKeys): void {
     const applyBatches = database.applyBatches.bind(database);
-    database.applyBatches = async (batches) => {
+    database.applyBatches = async (batches, endedLate) => {
       await this.gate();
-      const outcome = await applyBatches(batches);
+      const outcome = await applyBatches(batches, endedLate);
       if (outcome.applied) {
         // A transaction may hold batches of several shards; the step is reported for its first.
         const [{ batchId, entity, shard }] = batches;
