@@ -15,6 +15,7 @@ import { CounterKeys, type ShardKeys } from './redis/counter.keys.js';
 import { CounterStore } from './redis/counter.store.js';
 import type { IncrementOutcome, IncrementRequest } from './redis/increment.batcher.js';
 import { toRowId, type RowId } from './row-id.js';
+import { loneSurrogateAt } from './well-formed-text.js';
 
 /**
  * Applies changes and sets of counters (CounterService's writes): validates and addresses them, sends
@@ -160,12 +161,17 @@ interface PreparedChange extends AddressedCounter {
 
 type AppliedOutcome = Extract<IncrementOutcome, { kind: 'applied' | 'already-applied' }>;
 
-/** The change's idempotency key, undefined when it has none; refuses one that is not a short string. */
+/**
+ * The change's idempotency key, undefined when it has none; refuses one that is not a short string, or
+ * not well-formed Unicode (sent as UTF-8, a lone surrogate becomes U+FFFD, and different keys would collide).
+ */
 function idempotencyKeyOf(options: CounterChangeOptions | undefined): string | undefined {
   const key: unknown = options?.idempotencyKey;
   if (key === undefined) return undefined;
   if (typeof key !== 'string' || key === '' || key.length > MAX_IDEMPOTENCY_KEY_LENGTH)
     throw new InvalidIdempotencyKeyError(MESSAGES.invalidIdempotencyKey(key, MAX_IDEMPOTENCY_KEY_LENGTH));
+  const surrogate = loneSurrogateAt(key);
+  if (surrogate !== -1) throw new InvalidIdempotencyKeyError(MESSAGES.idempotencyKeyNotUnicode(surrogate));
   return key;
 }
 

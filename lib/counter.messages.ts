@@ -22,6 +22,10 @@ export const MESSAGES = {
     `An idempotency key must be a non-empty string of at most ${maxLength} characters; got ` +
     `${typeof key === 'string' ? `a string of ${key.length} characters` : typeof key}. Use one key per change, ` +
     `e.g. a UUID made when the change is first attempted and reused for its retries.`,
+  idempotencyKeyNotUnicode: (position: number) =>
+    `An idempotency key must be well-formed Unicode: it holds a lone surrogate (half of a UTF-16 character) at ` +
+    `index ${position}, which Redis would store as U+FFFD, so other keys would collide with it. Make keys of ` +
+    `whole characters, e.g. a UUID made when the change is first attempted and reused for its retries.`,
   invalidId: (entity: string, id: unknown, expected: string) =>
     `${entity} ids must be ${expected}; got ${typeof id === 'string' ? `"${id}"` : String(id)}.`,
   badSource: (entity: string, counter: string) =>
