@@ -41,6 +41,8 @@ export interface CountedEntity {
   idRange?: IdRange;
   /** Whether string ids are UUIDs, which the database compares without regard to case. */
   uuidId: boolean;
+  /** The characters a string id may have: its column's declared length (`varchar(n)`), if any. */
+  idMaxLength?: number;
   counters: CounterField[];
   /** The counters' names, in the same order: one array, made once, for every Redis call that names them. */
   counterNames: string[];
