@@ -60,7 +60,9 @@ export class CounterChangeApplier {
       if (applied) this.instruments.changed(change.counted, change.field);
       return withOutcome ? { value: outcome.value, applied } : outcome.value;
     } catch (error) {
-      this.instruments.changeFailed(entity, counter, error);
+      // Only the registry's names label metrics: a caller's names would make a series each.
+      const counted = this.registry.find(entity);
+      this.instruments.changeFailed(counted, counted && this.registry.findCounter(counted, counter), error);
       throw error;
     }
   }
