@@ -148,12 +148,16 @@ describe(`the health indicator on Terminus ${terminusHasDegraded ? '12' : '11'}`
 
   it("tells why it could not read the status by the failure's kind, never its words", async () => {
     const app = await start();
+    const errors = vi.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
     vi.spyOn(app.app.get(FlushStore), 'backlog').mockRejectedValue(new Error('secret internals'));
     expect(await check(app)).toEqual({
       unavailable: expect.objectContaining({
         error: { counters: { status: 'down', message: "Could not read the counters' status (unknown)." } },
       }),
     });
+    expect(errors.mock.calls.map(([message]) => message)).toEqual([
+      "Could not read the counters' status (unknown). secret internals",
+    ]);
   });
 
   it('is degraded (up on Terminus 11) when the oldest change waiting is older than degradedAfterMs', async () => {
