@@ -63,11 +63,9 @@ const DRIVER_CODES: Array<[string, CounterFailureReason]> = [
   ['EAI_AGAIN', 'database-unavailable'],
   ['PROTOCOL_CONNECTION_LOST', 'database-unavailable'],
   ['PROTOCOL_SEQUENCE_TIMEOUT', 'database-unavailable'],
+  // MySQL's lock wait timeout has SQLSTATE HY000, the class of every error without one of its own.
   ['ER_LOCK_WAIT_TIMEOUT', 'lock-conflict'],
 ];
-
-/** MySQL's lock wait timeout has SQLSTATE HY000, the class of every error without one of its own. */
-const ER_LOCK_WAIT_TIMEOUT = 1205;
 
 /**
  * Errors without a code that mean the connection was gone: TypeORM's, whose query runner lost it, and
@@ -84,7 +82,6 @@ export function failureReasonOf(error: unknown): CounterFailureReason {
   const sqlState = driver.sqlState ?? (/^[0-9A-Z]{5}$/.test(code) ? code : undefined);
   const byClass = sqlState === undefined ? undefined : SQLSTATE_CLASSES[sqlState.slice(0, 2)];
   if (byClass) return byClass;
-  if (driver.errno === ER_LOCK_WAIT_TIMEOUT) return 'lock-conflict';
   const byCode = DRIVER_CODES.find(([prefix]) => code.startsWith(prefix));
   if (byCode) return byCode[1];
   return [error, driver].some(connectionLost) ? 'database-unavailable' : 'unknown';

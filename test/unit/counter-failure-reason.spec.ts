@@ -28,7 +28,11 @@ describe('the reason of a failure', () => {
       queryFailed({ errno: 4025, sqlState: '23000', code: 'ER_CONSTRAINT_FAILED' }),
       'constraint-violation',
     ],
-    ['a MariaDB lock wait timeout', queryFailed({ errno: 1205, sqlState: 'HY000' }), 'lock-conflict'],
+    [
+      'a MariaDB lock wait timeout',
+      queryFailed({ errno: 1205, sqlState: 'HY000', code: 'ER_LOCK_WAIT_TIMEOUT' }),
+      'lock-conflict',
+    ],
     ['a MariaDB connection lost', queryFailed({ code: 'PROTOCOL_CONNECTION_LOST' }), 'database-unavailable'],
     ['an SQLite trigger', queryFailed({ code: 'SQLITE_CONSTRAINT_TRIGGER' }), 'constraint-violation'],
     ['a busy SQLite', queryFailed({ code: 'SQLITE_BUSY' }), 'lock-conflict'],
