@@ -15,6 +15,7 @@ import { CounterKeys, type ShardKeys } from './redis/counter.keys.js';
 import { CounterStore } from './redis/counter.store.js';
 import type { IncrementOutcome, IncrementRequest } from './redis/increment.batcher.js';
 import { toRowId, type RowId } from './row-id.js';
+import { loneSurrogateAt } from './well-formed-text.js';
 
 /**
  * Applies changes and sets of counters (CounterService's writes): validates and addresses them, sends
@@ -59,7 +60,9 @@ export class CounterChangeApplier {
       if (applied) this.instruments.changed(change.counted, change.field);
       return withOutcome ? { value: outcome.value, applied } : outcome.value;
     } catch (error) {
-      this.instruments.changeFailed(entity, counter, error);
+      // Only the registry's names label metrics: a caller's names would make a series each.
+      const counted = this.registry.find(entity);
+      this.instruments.changeFailed(counted, counted && this.registry.findCounter(counted, counter), error);
       throw error;
     }
   }
@@ -160,12 +163,17 @@ interface PreparedChange extends AddressedCounter {
 
 type AppliedOutcome = Extract<IncrementOutcome, { kind: 'applied' | 'already-applied' }>;
 
-/** The change's idempotency key, undefined when it has none; refuses one that is not a short string. */
+/**
+ * The change's idempotency key, undefined when it has none; refuses one that is not a short string, or
+ * not well-formed Unicode (sent as UTF-8, a lone surrogate becomes U+FFFD, and different keys would collide).
+ */
 function idempotencyKeyOf(options: CounterChangeOptions | undefined): string | undefined {
   const key: unknown = options?.idempotencyKey;
   if (key === undefined) return undefined;
   if (typeof key !== 'string' || key === '' || key.length > MAX_IDEMPOTENCY_KEY_LENGTH)
     throw new InvalidIdempotencyKeyError(MESSAGES.invalidIdempotencyKey(key, MAX_IDEMPOTENCY_KEY_LENGTH));
+  const surrogate = loneSurrogateAt(key);
+  if (surrogate !== -1) throw new InvalidIdempotencyKeyError(MESSAGES.idempotencyKeyNotUnicode(surrogate));
   return key;
 }
 

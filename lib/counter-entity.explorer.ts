@@ -96,6 +96,7 @@ export class CounterEntityExplorer implements OnModuleInit {
       numericId,
       idRange: numericId ? integerIdRange(dialect, primaryType, primary.unsigned) : undefined,
       uuidId: primaryType === 'uuid' || primary.generationStrategy === 'uuid',
+      idMaxLength: declaredTextLength(primaryType, primary),
       counters,
       counterNames: counters.map((counter) => counter.name),
     });
@@ -104,4 +105,10 @@ export class CounterEntityExplorer implements OnModuleInit {
   private typeOf(column: ColumnMetadata): string {
     return String(this.dataSource.driver.normalizeType(column)).toLowerCase();
   }
+}
+
+/** The length a character column declares (`varchar(64)`: 64), counted in characters; undefined for others. */
+function declaredTextLength(type: string, column: ColumnMetadata): number | undefined {
+  const length = Number(column.length);
+  return type.includes('char') && Number.isSafeInteger(length) && length > 0 ? length : undefined;
 }

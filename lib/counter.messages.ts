@@ -8,6 +8,17 @@ const lostSince = (lastFlush: Date | null): string =>
     ? `after the last flush that finished before the loss (${lastFlush.toISOString()})`
     : 'since this instance started';
 
+/** Longest id a message quotes; a longer one is told by its length, so a message stays a sentence. */
+const MAX_QUOTED_LENGTH = 100;
+
+/** An id as a message shows it: a string quoted with its control characters escaped, or its length. */
+const quoted = (id: unknown): string =>
+  typeof id !== 'string'
+    ? String(id)
+    : id.length > MAX_QUOTED_LENGTH
+      ? `a string of ${id.length} characters`
+      : JSON.stringify(id);
+
 export const MESSAGES = {
   unknownEntity: (target: unknown) =>
     `${entityLabel(target)} has no counters: decorate a numeric column with @Counted() and list the entity in ` +
@@ -22,8 +33,18 @@ export const MESSAGES = {
     `An idempotency key must be a non-empty string of at most ${maxLength} characters; got ` +
     `${typeof key === 'string' ? `a string of ${key.length} characters` : typeof key}. Use one key per change, ` +
     `e.g. a UUID made when the change is first attempted and reused for its retries.`,
-  invalidId: (entity: string, id: unknown, expected: string) =>
-    `${entity} ids must be ${expected}; got ${typeof id === 'string' ? `"${id}"` : String(id)}.`,
+  idempotencyKeyNotUnicode: (position: number) =>
+    `An idempotency key must be well-formed Unicode: it holds a lone surrogate (half of a UTF-16 character) at ` +
+    `index ${position}, which Redis would store as U+FFFD, so other keys would collide with it. Make keys of ` +
+    `whole characters, e.g. a UUID made when the change is first attempted and reused for its retries.`,
+  invalidId: (entity: string, id: unknown, expected: string) => `${entity} ids must be ${expected}; got ${quoted(id)}.`,
+  idNotText: (entity: string, flaw: 'surrogate' | 'nul', index: number) =>
+    `${entity} ids must be well-formed Unicode without NUL characters; got a string with ` +
+    `${flaw === 'surrogate' ? 'a lone surrogate (half of a UTF-16 character)' : 'a NUL character (U+0000)'} at ` +
+    `index ${index}.`,
+  idTooLong: (entity: string, maxLength: number, length: number) =>
+    `${entity} ids must be at most ${maxLength} characters, the length of its primary column; got a string of ` +
+    `${length} characters.`,
   badSource: (entity: string, counter: string) =>
     `${entity}.${counter} declares a source that is not a function: give @Counted() { source: (ids, manager) => … }.`,
   noSource: (entity: string, counter: string) =>
@@ -37,7 +58,7 @@ export const MESSAGES = {
     `resume after id ${String(cursor)}.`,
   idOutOfRange: (entity: string, id: unknown, min: bigint, max: bigint) =>
     `${entity} ids must be integers in [${min}, ${max}], the range of its primary column's type; got ` +
-    `${typeof id === 'string' ? `"${id}"` : String(id)}.`,
+    `${quoted(id)}.`,
   httpUnavailable: (status: number) =>
     status === 503
       ? 'Counters are unavailable for a moment (Redis or the database cannot be reached); retry later.'

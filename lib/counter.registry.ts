@@ -41,6 +41,8 @@ export interface CountedEntity {
   idRange?: IdRange;
   /** Whether string ids are UUIDs, which the database compares without regard to case. */
   uuidId: boolean;
+  /** The characters a string id may have: its column's declared length (`varchar(n)`), if any. */
+  idMaxLength?: number;
   counters: CounterField[];
   /** The counters' names, in the same order: one array, made once, for every Redis call that names them. */
   counterNames: string[];
@@ -60,9 +62,14 @@ export class CounterRegistry {
   }
 
   get(target: unknown): CountedEntity {
-    const entity = typeof target === 'function' ? this.entities.get(target) : undefined;
+    const entity = this.find(target);
     if (!entity) throw new UnknownCountedEntityError(MESSAGES.unknownEntity(target));
     return entity;
+  }
+
+  /** The counted entity of a class, undefined for anything else. */
+  find(target: unknown): CountedEntity | undefined {
+    return typeof target === 'function' ? this.entities.get(target) : undefined;
   }
 
   /** The counted entity an object is an instance of, if any (subclasses included). */
@@ -79,11 +86,16 @@ export class CounterRegistry {
   }
 
   counter(entity: CountedEntity, name: unknown): CounterField {
-    const field = entity.counters.find((counter) => counter.name === name);
+    const field = this.findCounter(entity, name);
     if (!field) {
       throw new UnknownCounterError(MESSAGES.unknownCounter(entity.name, String(name), entity.counterNames));
     }
     return field;
+  }
+
+  /** The entity's counter of that name, undefined when it has none. */
+  findCounter(entity: CountedEntity, name: unknown): CounterField | undefined {
+    return entity.counters.find((counter) => counter.name === name);
   }
 
   /** The named counters, or all of them when no names are given. */

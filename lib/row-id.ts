@@ -1,6 +1,7 @@
 import { MESSAGES } from './counter.messages.js';
 import type { CountedEntity, IdRange } from './counter.registry.js';
 import { InvalidCounterIdError } from './exceptions/invalid-counter-id.error.js';
+import { loneSurrogateAt } from './well-formed-text.js';
 
 /** A row id as the module handles it: one canonical string for keys, one value for SQL. */
 export interface RowId {
@@ -41,11 +42,31 @@ export function toRowId(entity: CountedEntity, id: unknown): RowId {
   ) {
     throw new InvalidCounterIdError(MESSAGES.invalidId(entity.name, id, 'non-empty strings'));
   }
-  if (entity.uuidId && !UUID_TEXT.test(String(id))) {
-    throw new InvalidCounterIdError(MESSAGES.invalidId(entity.name, id, 'UUIDs'));
+  if (entity.uuidId) {
+    if (!UUID_TEXT.test(String(id))) throw new InvalidCounterIdError(MESSAGES.invalidId(entity.name, id, 'UUIDs'));
+    const text = String(id).toLowerCase();
+    return { text, sql: text };
   }
-  const text = entity.uuidId ? String(id).toLowerCase() : String(id);
+  const text = String(id);
+  checkText(entity, text);
   return { text, sql: text };
+}
+
+/**
+ * Refuses a string key that could not reach Redis and the database as sent (a lone surrogate becomes
+ * U+FFFD in UTF-8, PostgreSQL refuses NUL) or that its column cannot hold, before any query.
+ */
+function checkText(entity: CountedEntity, text: string): void {
+  const surrogate = loneSurrogateAt(text);
+  if (surrogate !== -1) throw new InvalidCounterIdError(MESSAGES.idNotText(entity.name, 'surrogate', surrogate));
+  const nul = text.indexOf('\u0000');
+  if (nul !== -1) throw new InvalidCounterIdError(MESSAGES.idNotText(entity.name, 'nul', nul));
+  // Databases count characters, not UTF-16 units; a text no longer in units than the limit fits in any case.
+  const max = entity.idMaxLength;
+  if (max !== undefined && text.length > max) {
+    const characters = [...text].length;
+    if (characters > max) throw new InvalidCounterIdError(MESSAGES.idTooLong(entity.name, max, characters));
+  }
 }
 
 /** Numbers and bigints compare exactly with each other. */

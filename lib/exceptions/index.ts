@@ -12,3 +12,4 @@ export * from './invalid-counter-id.error.js';
 export * from './invalid-idempotency-key.error.js';
 export * from './unknown-counted-entity.error.js';
 export * from './unknown-counter.error.js';
+export type { CounterFailureReason } from './counter-failure-reason.js';

@@ -1,6 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { MESSAGES } from '../counter.messages.js';
 import type { CountedEntity } from '../counter.registry.js';
+import { failureReasonOf, type CounterFailureReason } from '../exceptions/counter-failure-reason.js';
 import type { RedisDataLossReport } from '../interfaces/counter-status.interface.js';
 
 /** This instance's record of its flushes and of the Redis data losses it detected, for `status()`. */
@@ -9,7 +10,8 @@ export class FlushRecord {
   private readonly logger = new Logger('CounterFlush');
   lastSuccessfulFlushAt: Date | null = null;
   lastFailedFlushAt: Date | null = null;
-  lastFlushError: string | null = null;
+  /** The kind of the last failure only: its words (tables, constraints, hosts) go to the log, never to status(). */
+  lastFlushError: CounterFailureReason | null = null;
   consecutiveFailedFlushes = 0;
   lastRedisDataLoss: RedisDataLossReport | null = null;
 
@@ -20,7 +22,7 @@ export class FlushRecord {
 
   flushFailed(error: Error): void {
     this.lastFailedFlushAt = new Date();
-    this.lastFlushError = error.message;
+    this.lastFlushError = failureReasonOf(error);
     this.consecutiveFailedFlushes++;
   }
 

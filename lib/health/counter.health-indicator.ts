@@ -1,8 +1,9 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import type { HealthIndicatorResult } from '@nestjs/terminus';
 import { MESSAGES } from '../counter.messages.js';
 import { resolveHealthOptions } from '../counter-options.js';
 import { CounterService } from '../counter.service.js';
+import { failureReasonOf } from '../exceptions/counter-failure-reason.js';
 import type { CounterHealthOptions } from '../interfaces/counter-health-options.interface.js';
 import type { CounterStatus } from '../interfaces/counter-status.interface.js';
 import { degradedOf } from '../peer-compat.js';
@@ -17,6 +18,8 @@ import { terminusHealthIndicators } from './terminus.loader.js';
  */
 @Injectable()
 export class CounterHealthIndicator {
+  private readonly logger = new Logger('CounterHealthIndicator');
+
   constructor(private readonly counters: CounterService) {}
 
   /**
@@ -35,7 +38,10 @@ export class CounterHealthIndicator {
     try {
       status = await this.counters.status();
     } catch (error) {
-      return session.down({ message: MESSAGES.healthStatusFailed((error as Error).message) });
+      // A health check may be public: the error's words go to the log, its kind to the check.
+      const message = MESSAGES.healthStatusFailed(failureReasonOf(error));
+      this.logger.error(`${message} ${(error as Error).message}`, (error as Error).stack);
+      return session.down({ message });
     }
     const failures = status.consecutiveFailedFlushes;
     if (!status.redisAvailable) return session.down({ message: MESSAGES.healthRedisDown(), ...status });

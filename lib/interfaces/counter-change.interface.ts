@@ -4,7 +4,8 @@ export interface CounterChangeOptions {
    * Names this change so that a retry of it applies nothing: the first change with a key on a row
    * applies, every later one with the same key on the same row (whatever its counter or delta) applies
    * nothing, from any instance, for `idempotencyTtlSeconds`. A non-empty string of at most 200
-   * characters, e.g. a UUID made when the change is first attempted. Lost if Redis loses its data.
+   * characters, well-formed Unicode (no lone surrogate), e.g. a UUID made when the change is first
+   * attempted. Lost if Redis loses its data.
    */
   idempotencyKey?: string;
 }

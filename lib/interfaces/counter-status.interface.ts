@@ -1,3 +1,5 @@
+import type { CounterFailureReason } from '../exceptions/counter-failure-reason.js';
+
 /** A loss of counter data in Redis, as detected by this instance. */
 export interface RedisDataLossReport {
   /** When this instance noticed it. */
@@ -31,9 +33,15 @@ export interface CounterStatus {
    * be the one failing.
    */
   lastSuccessfulFlushAt: Date | null;
-  /** This instance's last flush that failed (fully or for some shards), and its first error. */
+  /** This instance's last flush that failed (fully or for some shards). */
   lastFailedFlushAt: Date | null;
-  lastFlushError: string | null;
+  /**
+   * What kind of failure that flush's first error was (`'database-unavailable'`, `'constraint-violation'`,
+   * …; see CounterFailureReason), not its message: status may be served to clients, and a driver's
+   * message names tables, constraints and hosts. The error itself is logged (the scheduled flush logs
+   * each failure; `flush()` returns it in its report). Null until a flush fails; kept after a success.
+   */
+  lastFlushError: CounterFailureReason | null;
   /** Flushes in a row that failed on this instance; the scheduled flush backs off while it grows. */
   consecutiveFailedFlushes: number;
   /** The last loss of Redis data this instance detected, if any. */

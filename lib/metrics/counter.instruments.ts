@@ -1,6 +1,5 @@
 import type { CountedEntity, CounterField } from '../counter.registry.js';
 import type { CounterStatus } from '../interfaces/counter-status.interface.js';
-import type { EntityClass } from '../interfaces/entity-class.interface.js';
 import type { FlushReport } from '../interfaces/flush-report.interface.js';
 
 /** Why a claimed batch was read with `HGETALL`: Redis refused the `DUMP`, or gave one the parser does not read. */
@@ -13,8 +12,11 @@ export type DumpFallbackReason = 'refused' | 'unreadable';
 export interface CounterInstruments {
   /** A change was applied. On the increment path: must not allocate. */
   changed(entity: CountedEntity, counter: CounterField): void;
-  /** A change failed; the sink tells refusals (bad input, out of range, no such row) from other failures. */
-  changeFailed(entity: EntityClass, counter: string, error: unknown): void;
+  /**
+   * A change failed; the sink tells refusals (bad input, out of range, no such row) from other failures.
+   * `entity` and `counter` are the registry's, undefined when the name given is not one of them.
+   */
+  changeFailed(entity: CountedEntity | undefined, counter: CounterField | undefined, error: unknown): void;
   /** A batch transaction wrote `rows` rows of `entity`'s table. */
   batchWritten(entity: CountedEntity, rows: number): void;
   /** A flush ended, having found `lostShards` shards whose data Redis lost. */

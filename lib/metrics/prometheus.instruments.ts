@@ -4,11 +4,11 @@ import { CounterOutOfRangeError } from '../exceptions/counter-out-of-range.error
 import { CounterRowNotFoundError } from '../exceptions/counter-row-not-found.error.js';
 import { InvalidCounterDeltaError } from '../exceptions/invalid-counter-delta.error.js';
 import { InvalidCounterIdError } from '../exceptions/invalid-counter-id.error.js';
+import { InvalidIdempotencyKeyError } from '../exceptions/invalid-idempotency-key.error.js';
 import { UnknownCountedEntityError } from '../exceptions/unknown-counted-entity.error.js';
 import { UnknownCounterError } from '../exceptions/unknown-counter.error.js';
 import type { ResolvedMetricsOptions } from '../interfaces/counter-module-options.interface.js';
 import type { CounterStatus } from '../interfaces/counter-status.interface.js';
-import type { EntityClass } from '../interfaces/entity-class.interface.js';
 import type { FlushReport } from '../interfaces/flush-report.interface.js';
 import { missingPeer } from '../optional-peer.js';
 import { BacklogSources } from './backlog.sources.js';
@@ -16,15 +16,22 @@ import type { CounterInstruments, DumpFallbackReason } from './counter.instrumen
 
 type PromClient = typeof import('prom-client');
 
-/** The `reason` label of a refused change, by the error it was refused with. */
+/**
+ * The `reason` label of a refused change, by the error it was refused with; an error of bad input that
+ * is not listed here is not counted as a refusal.
+ */
 const REFUSALS: Array<[abstract new (...args: never[]) => Error, string]> = [
   [CounterOutOfRangeError, 'out_of_range'],
   [InvalidCounterDeltaError, 'invalid_delta'],
   [InvalidCounterIdError, 'invalid_id'],
+  [InvalidIdempotencyKeyError, 'invalid_idempotency_key'],
   [UnknownCountedEntityError, 'unknown_entity'],
   [UnknownCounterError, 'unknown_counter'],
   [CounterRowNotFoundError, 'row_not_found'],
 ];
+
+/** The `entity` or `counter` label of a refusal whose name is not the registry's: one series for all of them. */
+const UNKNOWN_LABEL = 'unknown';
 
 /** Flush durations span a few milliseconds (nothing waits) to seconds (a large backlog), in seconds. */
 const FLUSH_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -106,9 +113,9 @@ export class PrometheusInstruments implements CounterInstruments {
     child.inc();
   }
 
-  changeFailed(entity: EntityClass, counter: string, error: unknown): void {
+  changeFailed(entity: CountedEntity | undefined, counter: CounterField | undefined, error: unknown): void {
     const reason = REFUSALS.find(([type]) => error instanceof type)?.[1];
-    if (reason) this.refusals.labels(entity?.name ?? String(entity), String(counter), reason).inc();
+    if (reason) this.refusals.labels(entity?.name ?? UNKNOWN_LABEL, counter?.name ?? UNKNOWN_LABEL, reason).inc();
   }
 
   batchWritten(entity: CountedEntity, rows: number): void {

@@ -19,7 +19,8 @@ import { UsersModule } from './users/users.module.js';
 
 @Module({
   imports: [
-    // Configuration comes from the environment only: DATABASE_URL, REDIS_URL, PORT, COUNTER_KEY_PREFIX.
+    // Configuration comes from the environment only: DATABASE_URL, REDIS_URL, PORT, COUNTER_KEY_PREFIX,
+    // ADMIN_TOKEN (the admin routes' bearer token; without it they answer 404).
     ConfigModule.forRoot({ isGlobal: true, ignoreEnvFile: true }),
     TypeOrmModule.forRootAsync({ inject: [ConfigService], useFactory: databaseOptions }),
     ScheduleModule.forRoot(), // runs the counter module's flush every second

@@ -18,9 +18,10 @@ const ROUTES: Record<string, string> = {
   'GET /likes': 'with X-User-Id: the ids of the solutions and comments that user likes',
   'GET /overview': 'problems with their solutions and comments, live counts on all: what the page shows',
   'GET /health/counters': 'CounterService.status(): backlog, last flush, data loss',
-  'GET /admin/counters/:entity/:counter/audit?sample=':
-    'counts that differ from their rows (problems, solutions, comments)',
-  'POST /admin/counters/:entity/:counter/recount': '{"ids"?}: sets counts to what their rows say',
+  'POST /admin/counters/:entity/:counter/audit':
+    '{"sample"?}, with "Authorization: Bearer <ADMIN_TOKEN>": counts that differ from their rows (problems, solutions, comments)',
+  'POST /admin/counters/:entity/:counter/recount':
+    '{"ids"?}, with "Authorization: Bearer <ADMIN_TOKEN>": sets counts to what their rows say',
 };
 
 @Controller()

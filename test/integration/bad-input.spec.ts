@@ -1,6 +1,6 @@
 import type { INestApplication } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   CounterError,
   CounterLedgerEntry,
@@ -14,6 +14,7 @@ import {
   UnknownCounterError,
   type EntityClass,
 } from '../../lib/index.js';
+import { CounterDatabase } from '../../lib/sql/counter.database.js';
 import { createTestDatabase, type TestDatabase } from '../support/databases.js';
 import { Article, Badge, ENTITIES, Remark } from '../fixtures/entities.js';
 import { NestHarness } from '../support/nest-harness.js';
@@ -66,6 +67,8 @@ describe.each(TARGETS)('bad input on %s, %s', (databaseName, topology) => {
     await deleteKeys(redis, prefix);
     redis.disconnect();
   });
+
+  afterEach(() => vi.restoreAllMocks());
 
   const articles = () => dataSource.getRepository(Article);
   const remarks = () => dataSource.getRepository(Remark);
@@ -336,6 +339,52 @@ describe.each(TARGETS)('bad input on %s, %s', (databaseName, topology) => {
     ]) {
       await expectRefused(action, InvalidCounterIdError, [expected, fragment]);
     }
+  });
+
+  const badStringIds: Array<[string, string, string]> = [
+    ['a lone high surrogate', 'r\uD800x', 'got a string with a lone surrogate (half of a UTF-16 character) at index 1'],
+    ['a lone low surrogate', 'ab\uDC00', 'got a string with a lone surrogate (half of a UTF-16 character) at index 2'],
+    [
+      'a surrogate pair reversed',
+      '\uDE00\uD83D',
+      'got a string with a lone surrogate (half of a UTF-16 character) at index 0',
+    ],
+    ['NUL', 'r\u0000x', 'got a string with a NUL character (U+0000) at index 1'],
+    ['NUL alone', '\u0000', 'got a string with a NUL character (U+0000) at index 0'],
+  ];
+  it.each(badStringIds)('refuses a string id with %s, in its own words, before any query', async (_, id, got) => {
+    const reads = vi.spyOn(app.get(CounterDatabase), 'readCounters');
+    const fragments = ['Remark ids must be well-formed Unicode without NUL characters', got];
+    for (const action of [
+      () => counters.increment(Remark, id, 'reply_count'),
+      () => counters.decrement(Remark, id, 'reply_count'),
+      () => counters.change(Remark, id, 'reply_count', 1, { idempotencyKey: 'k' }),
+      () => counters.get(Remark, id, 'reply_count'),
+      () => counters.getMany(Remark, ['fine', id]),
+      () => counters.set(Remark, id, 'reply_count', 3),
+    ]) {
+      await expectRefused(action, InvalidCounterIdError, fragments);
+    }
+    expect(reads).not.toHaveBeenCalled();
+  });
+
+  it("refuses a string id longer than its primary column's declared length (in characters)", async () => {
+    // Remark's id is a varchar(64): PostgreSQL and MariaDB count characters, so 64 emoji fit.
+    const reads = vi.spyOn(app.get(CounterDatabase), 'readCounters');
+    for (const id of ['r'.repeat(65), '😀'.repeat(65), 'x'.repeat(10_000)]) {
+      const fragments = [
+        'Remark ids must be at most 64 characters, the length of its primary column; got a string of',
+        `of ${[...id].length} characters.`,
+      ];
+      await expectRefused(() => counters.increment(Remark, id, 'reply_count'), InvalidCounterIdError, fragments);
+      await expectRefused(() => counters.get(Remark, id, 'reply_count'), InvalidCounterIdError, fragments);
+    }
+    expect(reads).not.toHaveBeenCalled();
+    const longest = '😀'.repeat(64);
+    await insertRemark(longest, 5);
+    expect(await counters.increment(Remark, longest, 'reply_count')).toBe(6);
+    expect((await counters.flush()).error).toBeUndefined();
+    expect((await remarks().findOneByOrFail({ id: longest })).replyCount).toBe(6);
   });
 
   it('refuses a row that does not exist and writes nothing for it', async () => {

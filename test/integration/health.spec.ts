@@ -1,7 +1,8 @@
-import { ServiceUnavailableException } from '@nestjs/common';
+import { Logger, ServiceUnavailableException } from '@nestjs/common';
 import { HealthCheckService, HealthIndicatorService, TerminusModule } from '@nestjs/terminus';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { CounterConfigurationError, CounterHealthIndicator, type CounterHealthOptions } from '../../lib/index.js';
+import { FlushStore } from '../../lib/redis/flush.store.js';
 import { CounterDatabase } from '../../lib/sql/counter.database.js';
 import { Article } from '../fixtures/entities.js';
 import type { CounterApp } from '../support/counter-app.js';
@@ -79,7 +80,7 @@ describe(`the health indicator on Terminus ${terminusHasDegraded ? '12' : '11'}`
     expect((await app.counters.flush()).error?.message).toBe('database gone');
 
     const once = (await check(app, { downAfterFailedFlushes: 2 })) as { status: string; details: unknown };
-    const figures = { consecutiveFailedFlushes: 1, lastFlushError: 'database gone', pendingRows: 1 };
+    const figures = { consecutiveFailedFlushes: 1, lastFlushError: 'unknown', pendingRows: 1 };
     if (terminusHasDegraded) {
       expect(once.status).toBe('degraded');
       expect(once.details).toEqual({
@@ -108,6 +109,55 @@ describe(`the health indicator on Terminus ${terminusHasDegraded ? '12' : '11'}`
         },
       }),
     });
+  });
+
+  it("shows a failed flush's reason and time, never the database's words, which go to the log", async () => {
+    const errors = vi.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
+    const app = await apps.start({
+      counter: { flushOnShutdown: false, flushEnabled: true, flushIntervalMs: 100 },
+      imports: [TerminusModule.forRoot({ logger: false })],
+    });
+    const [id] = await insertArticles(app.dataSource, [0]);
+    const table = app.dataSource.getMetadata(Article).tablePath;
+    // SQLite adds no CHECK to a table: a trigger refuses the row's flush, naming itself and the table.
+    await app.dataSource.query(
+      `CREATE TRIGGER secret_cap BEFORE UPDATE OF like_count ON ${table} WHEN NEW.id = ${id} ` +
+        `BEGIN SELECT RAISE(ABORT, 'secret_cap failed for ${table}'); END`,
+    );
+    try {
+      await app.counters.increment(Article, id, 'like_count');
+      // The scheduled flush runs every 100 ms: failed within 3 s, backoff included.
+      const deadline = Date.now() + 3_000;
+      while ((await app.counters.status()).consecutiveFailedFlushes === 0 && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      const result = await check(app, { downAfterFailedFlushes: 100 });
+      const counters = { lastFlushError: 'constraint-violation', lastFailedFlushAt: expect.any(Date) };
+      expect(result).toMatchObject({ details: { counters } });
+      const shown = JSON.stringify(result);
+      expect(shown).not.toContain('secret_cap');
+      expect(shown).not.toContain(table);
+      // The scheduler logged the database's own error, for the operator.
+      const logged = errors.mock.calls.map(([message]) => String(message));
+      expect(logged.filter((line) => line.includes('secret_cap failed for'))).not.toEqual([]);
+    } finally {
+      await app.close();
+      await app.dataSource.query('DROP TRIGGER secret_cap').catch(() => undefined);
+    }
+  });
+
+  it("tells why it could not read the status by the failure's kind, never its words", async () => {
+    const app = await start();
+    const errors = vi.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
+    vi.spyOn(app.app.get(FlushStore), 'backlog').mockRejectedValue(new Error('secret internals'));
+    expect(await check(app)).toEqual({
+      unavailable: expect.objectContaining({
+        error: { counters: { status: 'down', message: "Could not read the counters' status (unknown)." } },
+      }),
+    });
+    expect(errors.mock.calls.map(([message]) => message)).toEqual([
+      "Could not read the counters' status (unknown). secret internals",
+    ]);
   });
 
   it('is degraded (up on Terminus 11) when the oldest change waiting is older than degradedAfterMs', async () => {

@@ -5,15 +5,65 @@ import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CounterExceptionFilter, CounterLedgerEntry, CounterModule } from '../../lib/index.js';
 import { ArticleLikesController } from '../fixtures/article-likes.controller.js';
-import { Article, ENTITIES } from '../fixtures/entities.js';
+import { CounterChangesController } from '../fixtures/counter-changes.controller.js';
+import { Article, ENTITIES, Remark } from '../fixtures/entities.js';
 import { createTestDatabase, DATABASES, type TestDatabase } from '../support/databases.js';
 import { freePort } from '../support/free-port.js';
 import { NestHarness } from '../support/nest-harness.js';
 import { deleteKeys, snapshot, testRedis, uniquePrefix, REDIS_URL } from '../support/redis.js';
+import { seededRandom, testSeed } from '../support/seeded-random.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
 
 const INT_RANGE = '[-2147483648, 2147483647]';
 const INT64_RANGE = '[-9223372036854775808, 9223372036854775807]';
+/** Remark's id column is a varchar(64). */
+const REMARK_ID_LENGTH = 64;
+/** Random strings the property test sends as each of: an Article id, a Remark id, an idempotency key. */
+const RANDOM_STRINGS = 300;
+
+/** A piece of the property test's strings: what breaks keys, encodings and drivers (rare), and plain text. */
+function randomPiece(random: () => number): string {
+  const pick = random();
+  if (pick < 0.02) return String.fromCharCode(0xd800 + Math.floor(random() * 0x400)); // a high surrogate, maybe paired
+  if (pick < 0.04) return String.fromCharCode(0xdc00 + Math.floor(random() * 0x400)); // a low surrogate
+  if (pick < 0.06) return '\u0000';
+  if (pick < 0.15) return String.fromCharCode(1 + Math.floor(random() * 31)); // control characters
+  if (pick < 0.3) return '{}: '[Math.floor(random() * 4)];
+  if (pick < 0.4) return String.fromCodePoint(0x1f600 + Math.floor(random() * 80)); // emoji, outside the BMP
+  if (pick < 0.5) {
+    return ['é', 'ß', '中', '\u0301', '\u202e', '\ufeff', '\ufffd', '\u007f', '%', '/', '"', "'", '\\'][
+      Math.floor(random() * 13)
+    ];
+  }
+  return 'abcxyzABCXYZ-_.'[Math.floor(random() * 15)]; // no digits: a digit alone could name an existing row
+}
+
+/** A random string: mostly short mixes of PIECES, some empty, some about Remark's id length, some 10,000 long. */
+function randomString(random: () => number): string {
+  const shape = random();
+  const length =
+    shape < 0.05
+      ? 0
+      : shape < 0.1
+        ? 10_000
+        : shape < 0.25
+          ? REMARK_ID_LENGTH - 3 + Math.floor(random() * 6)
+          : 1 + Math.floor(random() * 20);
+  let text = '';
+  while (text.length < length) text += randomPiece(random);
+  return text;
+}
+
+/** A random integer text that names no row (they start at 9,000,000), sometimes beyond 32 or 64 bits. */
+function randomIntegerText(random: () => number): string {
+  const digits = 7 + Math.floor(random() * 15);
+  let text = random() < 0.5 ? '-9' : '9';
+  for (let i = 1; i < digits; i++) text += String(Math.floor(random() * 10));
+  return text;
+}
+
+/** Whether a string survives UTF-8 (no lone surrogate): what the library must check before sending it anywhere. */
+const isWellFormed = (text: string) => Buffer.from(text, 'utf8').toString('utf8') === text;
 
 /** Log lines at ERROR, which a bad request must never cause. */
 class RecordingLogger extends ConsoleLogger {
@@ -118,6 +168,110 @@ describe.each(DATABASES)('CounterExceptionFilter over HTTP on %s', (databaseName
     }
   });
 
+  it("answers a string id with a lone surrogate, NUL, or longer than its column with 400, in the library's words", async () => {
+    const refused = (message: string) => ({ error: 'Bad Request', code: 'InvalidCounterIdError', message });
+    const send = (id: string) => (http: ReturnType<typeof request>) => http.post('/changes/remarks').send({ id });
+    await expectRefused(
+      send('r\uD800x'),
+      400,
+      refused(
+        'Remark ids must be well-formed Unicode without NUL characters; got a string with a lone surrogate ' +
+          '(half of a UTF-16 character) at index 1.',
+      ),
+    );
+    await expectRefused(
+      send('r\u0000x'),
+      400,
+      refused(
+        'Remark ids must be well-formed Unicode without NUL characters; got a string with a NUL character ' +
+          '(U+0000) at index 1.',
+      ),
+    );
+    await expectRefused(
+      send('r'.repeat(REMARK_ID_LENGTH + 1)),
+      400,
+      refused(
+        `Remark ids must be at most ${REMARK_ID_LENGTH} characters, the length of its primary column; got a ` +
+          `string of ${REMARK_ID_LENGTH + 1} characters.`,
+      ),
+    );
+    // Characters, not UTF-16 units, as the databases count them: 64 emoji fit.
+    await expectRefused(send('😀'.repeat(REMARK_ID_LENGTH)), 404, {
+      error: 'Not Found',
+      code: 'CounterRowNotFoundError',
+      message: `Remark with id ${'😀'.repeat(REMARK_ID_LENGTH)} does not exist in the database, so its counters cannot be read or changed.`,
+    });
+  });
+
+  it('answers only 400, or 404 for a well-formed id of no row, to random ids and keys, and writes nothing', async () => {
+    const seed = testSeed();
+    const random = seededRandom(seed);
+    const [min, max] = databaseName === 'sqlite' ? [-(2n ** 63n), 2n ** 63n - 1n] : [-(2n ** 31n), 2n ** 31n - 1n];
+    const articleIdFits = (id: string) => /^-?(0|[1-9]\d*)$/.test(id) && BigInt(id) >= min && BigInt(id) <= max;
+    const remarkIdFits = (id: string) =>
+      id !== '' && isWellFormed(id) && !id.includes('\u0000') && [...id].length <= REMARK_ID_LENGTH;
+    const keyFits = (key: string) => key !== '' && key.length <= 200 && isWellFormed(key);
+    const entityOf: Record<string, string> = { articles: 'Article', remarks: 'Remark' };
+    const cases: Array<{ route: string; body: { id: string; key?: string }; fits: boolean; refusal: string }> = [];
+    for (let i = 0; i < RANDOM_STRINGS; i++) {
+      const articleId = random() < 0.2 ? randomIntegerText(random) : randomString(random);
+      const remarkId = randomString(random);
+      const key = randomString(random);
+      cases.push(
+        {
+          route: 'articles',
+          body: { id: articleId },
+          fits: articleIdFits(articleId),
+          refusal: 'InvalidCounterIdError',
+        },
+        { route: 'remarks', body: { id: remarkId }, fits: remarkIdFits(remarkId), refusal: 'InvalidCounterIdError' },
+        {
+          route: 'remarks',
+          body: { id: `no-such-remark-${prefix}`, key },
+          fits: keyFits(key),
+          refusal: 'InvalidIdempotencyKeyError',
+        },
+      );
+    }
+    const countRows = async () =>
+      Promise.all([
+        dataSource.getRepository(Article).count(),
+        dataSource.getRepository(Remark).count(),
+        dataSource.getRepository(CounterLedgerEntry).count(),
+      ]);
+    const redisBefore = await snapshot(redis, prefix);
+    const rowsBefore = await countRows();
+    const databaseBefore = await storedArticles();
+
+    const unexpected: unknown[] = [];
+    for (const { route, body, fits, refusal } of cases) {
+      const response = await request(app.getHttpServer()).post(`/changes/${route}`).send(body);
+      const expected = fits ? [404, 'CounterRowNotFoundError'] : [400, refusal];
+      // The library's own words, never a driver's: "Remark ids must …", "An idempotency key must …".
+      const words = fits
+        ? `${entityOf[route]} with id`
+        : refusal === 'InvalidCounterIdError'
+          ? `${entityOf[route]} ids must`
+          : 'An idempotency key must';
+      const { status, body: answer } = response as { status: number; body: { code?: string; message?: string } };
+      if (status !== expected[0] || answer.code !== expected[1] || !answer.message?.startsWith(words)) {
+        unexpected.push({ route, body: JSON.stringify(body).slice(0, 120), expected, got: answer });
+      }
+    }
+    expect(unexpected, `seed ${seed} (COUNTER_TEST_SEED replays it)`).toEqual([]);
+    // The seed tried each kind of input: lone surrogates, NUL, 10,000 characters, and strings that fit.
+    const tried = (test: (text: string) => boolean) => cases.some(({ body }) => test(body.key ?? body.id));
+    expect([
+      tried((text) => !isWellFormed(text)),
+      tried((text) => text.includes('\u0000')),
+      tried((text) => text.length === 10_000),
+      cases.some(({ fits }) => fits),
+    ]).toEqual([true, true, true, true]);
+    expect(await snapshot(redis, prefix)).toEqual(redisBefore);
+    expect(await countRows()).toEqual(rowsBefore);
+    expect(await storedArticles()).toEqual(databaseBefore);
+  });
+
   it('answers a row that does not exist with 404', async () => {
     await expectRefused((http) => http.post('/articles/424242/like'), 404, {
       error: 'Not Found',
@@ -203,7 +357,7 @@ function startApp(harness: NestHarness, database: TestDatabase, redis: string, k
     database: database.options,
     entities: [...ENTITIES, CounterLedgerEntry],
     imports: [CounterModule.forRoot({ redis, keyPrefix, shards: 8, flushEnabled: false, databaseTimeoutMs: 3000 })],
-    controllers: [ArticleLikesController],
+    controllers: [ArticleLikesController, CounterChangesController],
     providers: [{ provide: APP_FILTER, useClass: CounterExceptionFilter }],
   });
 }

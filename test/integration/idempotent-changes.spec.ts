@@ -230,6 +230,36 @@ describe.each(TOPOLOGIES)('changes with an idempotency key on %s', (topology) =>
     });
   });
 
+  it('refuses keys that are not well-formed Unicode, so that keys that differ never collide', async () => {
+    const article = await save(0);
+    // Sent as UTF-8, a lone surrogate becomes U+FFFD: taken as they are, these three would be one key.
+    const outcomes: unknown[] = [];
+    for (const idempotencyKey of ['\uD800', '\uDBFF', '\uFFFD']) {
+      outcomes.push(
+        await counters()
+          .change(Article, article.id, 'like_count', 1, { idempotencyKey })
+          .catch((error: Error) => error.name),
+      );
+    }
+    expect(outcomes).toEqual(['InvalidIdempotencyKeyError', 'InvalidIdempotencyKeyError', { value: 1, applied: true }]);
+
+    for (const idempotencyKey of ['\uD800', 'key-\uDC00', '\uDE00\uD83D']) {
+      const change = counters().change(Article, article.id, 'like_count', 1, { idempotencyKey });
+      await expect(change).rejects.toBeInstanceOf(InvalidIdempotencyKeyError);
+      await expect(change).rejects.toThrow(/well-formed Unicode: it holds a lone surrogate/);
+    }
+    // Nothing recorded for the refused keys: only U+FFFD's member; a surrogate pair is a key of its own.
+    const shard = recordOf(prefix, article.id);
+    const members = await redis.zrangebyscore(shard.idempotency, '-inf', '+inf');
+    expect(members.filter((member) => member.startsWith(`${article.id} `))).toEqual([`${article.id} \uFFFD`]);
+    expect(await counters().change(Article, article.id, 'like_count', 1, { idempotencyKey: '\uD83D\uDE00' })).toEqual({
+      value: 2,
+      applied: true,
+    });
+    await flush();
+    expect(await stored(article.id)).toEqual({ likes: 2, views: 0 });
+  });
+
   it('forgets a key after its lifetime, and prunes expired keys a bounded number per keyed change', async () => {
     const audit = await ScriptKeyAudit.start(redis);
     const from = sent.length;

@@ -1,7 +1,13 @@
 import { Logger } from '@nestjs/common';
 import { register, Registry, type MetricValue } from 'prom-client';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { InvalidCounterDeltaError, UnknownCounterError } from '../../lib/index.js';
+import {
+  InvalidCounterDeltaError,
+  InvalidIdempotencyKeyError,
+  UnknownCountedEntityError,
+  UnknownCounterError,
+  type EntityClass,
+} from '../../lib/index.js';
 import { CounterDatabase } from '../../lib/sql/counter.database.js';
 import { Article, Remark } from '../fixtures/entities.js';
 import { startCounterApp, type CounterApp } from '../support/counter-app.js';
@@ -78,11 +84,34 @@ describe('Prometheus metrics', () => {
     });
     expect(await samples(registry, `${PREFIX}refused_changes_total`)).toEqual({
       [`${PREFIX}refused_changes_total,entity=Article,counter=like_count,reason=out_of_range`]: 1,
-      [`${PREFIX}refused_changes_total,entity=Article,counter=nope,reason=unknown_counter`]: 1,
+      [`${PREFIX}refused_changes_total,entity=Article,counter=unknown,reason=unknown_counter`]: 1,
       [`${PREFIX}refused_changes_total,entity=Article,counter=like_count,reason=invalid_delta`]: 1,
       [`${PREFIX}refused_changes_total,entity=Article,counter=like_count,reason=invalid_id`]: 1,
       [`${PREFIX}refused_changes_total,entity=Article,counter=like_count,reason=row_not_found`]: 1,
       [`${PREFIX}refused_changes_total,entity=Remark,counter=reply_count,reason=row_not_found`]: 1,
+    });
+  });
+
+  it('labels refusals with names from the registry only: 1,000 bad names add no series', async () => {
+    const registry = new Registry();
+    const { app } = await start({ registry });
+    const [id] = await insertArticles(app.dataSource, [0]);
+    const BAD_NAMES = 1_000;
+    for (let i = 0; i < BAD_NAMES; i++) {
+      await expect(app.counters.increment(Article, id, `counter_${i}`)).rejects.toThrow(UnknownCounterError);
+      // A class of its own name each time, as an app routing entity names from requests could pass.
+      const entity = Object.defineProperty(class {}, 'name', { value: `Entity${i}` }) as EntityClass;
+      await expect(app.counters.decrement(entity, id, 'like_count')).rejects.toThrow(UnknownCountedEntityError);
+    }
+    for (const idempotencyKey of ['', '\uD800']) {
+      await expect(app.counters.increment(Article, id, 'like_count', 1, { idempotencyKey })).rejects.toThrow(
+        InvalidIdempotencyKeyError,
+      );
+    }
+    expect(await samples(registry, `${PREFIX}refused_changes_total`)).toEqual({
+      [`${PREFIX}refused_changes_total,entity=Article,counter=unknown,reason=unknown_counter`]: BAD_NAMES,
+      [`${PREFIX}refused_changes_total,entity=unknown,counter=unknown,reason=unknown_entity`]: BAD_NAMES,
+      [`${PREFIX}refused_changes_total,entity=Article,counter=like_count,reason=invalid_idempotency_key`]: 2,
     });
   });
 

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import pg from 'pg';
@@ -71,7 +72,8 @@ interface LikeBody {
 describe.each(DATABASES)('the sample app on %s', (databaseName) => {
   const prefix = uniquePrefix('sample');
   const redis = testRedis();
-  const environment = { DATABASE_URL: '', REDIS_URL, COUNTER_KEY_PREFIX: prefix };
+  const adminToken = `admin-${randomBytes(16).toString('hex')}`;
+  const environment = { DATABASE_URL: '', REDIS_URL, COUNTER_KEY_PREFIX: prefix, ADMIN_TOKEN: adminToken };
   const saved = new Map(Object.keys(environment).map((key) => [key, process.env[key]]));
   let database: SampleDatabase;
   let app: INestApplication;
@@ -105,6 +107,7 @@ describe.each(DATABASES)('the sample app on %s', (databaseName) => {
     const response = await request(http).get('/').expect(200);
     expect(Object.keys(response.body.routes)).toContain('POST /solutions/:id/like');
     expect(Object.keys(response.body.routes)).toContain('GET /health/counters');
+    expect(Object.keys(response.body.routes)).toContain('POST /admin/counters/:entity/:counter/audit');
   });
 
   it("serves its page to browsers, and the page's data with live counts at /overview", async () => {
@@ -243,10 +246,18 @@ describe.each(DATABASES)('the sample app on %s', (databaseName) => {
     const source = Number(rows.n);
     expect(source).not.toBe(live);
 
-    const audit = await request(http).get('/admin/counters/comments/like_count/audit').expect(200);
+    const admin = { Authorization: `Bearer ${adminToken}` };
+    const audit = await request(http).post('/admin/counters/comments/like_count/audit').set(admin).expect(201);
     expect(audit.body.drifted).toContainEqual({ id: 3, live, source });
+    const sampled = await request(http)
+      .post('/admin/counters/comments/like_count/audit')
+      .set(admin)
+      .send({ sample: 2 })
+      .expect(201);
+    expect(sampled.body.checked).toBe(2);
     const recount = await request(http)
       .post('/admin/counters/comments/like_count/recount')
+      .set(admin)
       .send({ ids: [3] })
       .expect(201);
     expect(recount.body).toEqual({
@@ -255,11 +266,65 @@ describe.each(DATABASES)('the sample app on %s', (databaseName) => {
       skipped: [],
       cursor: null,
     });
-    await request(http).get('/admin/counters/nothing/like_count/audit').expect(404);
+    await request(http).post('/admin/counters/nothing/like_count/audit').set(admin).expect(404);
 
     await flushEverything(counters);
     const [stored] = await dataSource.query('SELECT like_count FROM comments WHERE id = 3');
     expect(Number(stored.like_count)).toBe(source);
+  });
+
+  it('keeps the admin routes behind ADMIN_TOKEN, POST only, same-origin; without one configured they are 404', async () => {
+    const counters = app.get(CounterService);
+    const dataSource = app.get(DataSource);
+    // A count that differs from its rows, which a recount would correct.
+    await dataSource.query("INSERT INTO likes (user_id, target_type, target_id) VALUES (4, 'comment', 4)");
+    const live = await counters.get(Comment, 4, 'like_count');
+    const audit = '/admin/counters/comments/like_count/audit';
+    const recount = '/admin/counters/comments/like_count/recount';
+    const admin = { Authorization: `Bearer ${adminToken}` };
+    const audits = vi.spyOn(counters, 'audit');
+    const recounts = vi.spyOn(counters, 'recount');
+
+    for (const authorization of [undefined, `Bearer ${adminToken}x`, `Bearer ${adminToken.slice(1)}`, adminToken]) {
+      const headers = authorization === undefined ? {} : { Authorization: authorization };
+      const refused = await request(http)
+        .post(recount)
+        .set(headers)
+        .send({ ids: [4] })
+        .expect(401);
+      expect(refused.body.message).toBe('Admin routes need "Authorization: Bearer <ADMIN_TOKEN>".');
+      await request(http).post(audit).set(headers).expect(401);
+    }
+    // Nothing that starts work answers a GET (a cross-site <img> sends one), and another site's page is refused.
+    await request(http).get(audit).set(admin).expect(404);
+    await request(http).get(`${audit}?sample=10`).set(admin).expect(404);
+    const crossSite = { ...admin, Origin: 'https://evil.example', 'Sec-Fetch-Site': 'cross-site' };
+    await request(http)
+      .post(recount)
+      .set(crossSite)
+      .send({ ids: [4] })
+      .expect(403);
+    await request(http).post(audit).set(crossSite).expect(403);
+
+    // No token configured: the routes do not exist, whatever is sent.
+    delete process.env.ADMIN_TOKEN;
+    try {
+      await request(http).post(audit).set(admin).expect(404);
+      await request(http)
+        .post(recount)
+        .set(admin)
+        .send({ ids: [4] })
+        .expect(404);
+      await request(http)
+        .post(recount)
+        .set({ Authorization: 'Bearer ' })
+        .send({ ids: [4] })
+        .expect(404);
+    } finally {
+      process.env.ADMIN_TOKEN = adminToken;
+    }
+    expect([audits.mock.calls.length, recounts.mock.calls.length]).toEqual([0, 0]);
+    expect(await counters.get(Comment, 4, 'like_count')).toBe(live);
   });
 
   it('counts a comment like once per user, and refuses unknown users (401) and targets (404)', async () => {

@@ -8,6 +8,7 @@ import { createTestDatabase, DATABASES, type TestDatabase } from '../support/dat
 import { Article } from '../fixtures/entities.js';
 import { PrivateRedis } from '../support/private-redis.js';
 import { uniquePrefix } from '../support/redis.js';
+import { TcpProxy } from '../support/tcp-proxy.js';
 import { insertArticles } from '../support/rows.js';
 
 const SHARDS = 4;
@@ -80,7 +81,7 @@ describe.each(DATABASES)('status and Redis data loss on %s', (databaseName) => {
       pendingRows: 5,
       inFlightBatches: failed.failedShards,
       lastSuccessfulFlushAt: null,
-      lastFlushError: 'database gone',
+      lastFlushError: 'unknown',
       consecutiveFailedFlushes: 1,
     });
     expect(claimed.oldestPendingAgeMs).toBeGreaterThanOrEqual(waiting.oldestPendingAgeMs!);
@@ -99,8 +100,62 @@ describe.each(DATABASES)('status and Redis data loss on %s', (databaseName) => {
       consecutiveFailedFlushes: 0,
     });
     expect(done.lastSuccessfulFlushAt!.getTime()).toBeGreaterThanOrEqual(claimed.lastFailedFlushAt!.getTime());
-    expect(done.lastFlushError).toBe('database gone');
+    expect(done.lastFlushError).toBe('unknown');
   });
+
+  it('reports a flush that failed on a constraint by its reason, never the constraint or table it names', async () => {
+    const app = await start(uniquePrefix('status-constraint'));
+    const [id] = await insertArticles(app.dataSource, [0]);
+    const table = articleTable(app);
+    const constraint = `secret_cap_${id}`;
+    const dropConstraint = await refuseLikesAbove(app, table, constraint, id, 2);
+    try {
+      for (let i = 0; i < 3; i++) await app.counters.increment(Article, id, 'like_count');
+      const failed = await app.counters.flush();
+      // The caller of flush() gets the database's own error; status() only what kind of failure it was.
+      expect(failed.error?.message).toContain(constraint);
+      const status = await app.counters.status();
+      expect(status).toMatchObject({
+        lastFailedFlushAt: expect.any(Date),
+        lastFlushError: 'constraint-violation',
+        consecutiveFailedFlushes: 1,
+      });
+      const shown = JSON.stringify(status);
+      expect(shown).not.toContain(constraint);
+      expect(shown).not.toContain('test_article');
+    } finally {
+      await dropConstraint();
+    }
+    expect((await app.counters.flush()).rows).toBe(1);
+    expect((await app.counters.status()).lastFlushError).toBe('constraint-violation');
+  });
+
+  // SQLite is a file: it has no connection to lose.
+  if (databaseName !== 'sqlite') {
+    it('reports a flush that lost its database as database-unavailable', async () => {
+      const { host, port } = database.options as { host: string; port: number };
+      const proxy = await TcpProxy.start({ host, port });
+      try {
+        const app = await startCounterApp({
+          database: { ...database.options, host: '127.0.0.1', port: proxy.port } as typeof database.options,
+          keyPrefix: uniquePrefix('status-down'),
+          synchronize: apps.length === 0,
+          counter: { redis: server.url, shards: SHARDS, flushOnShutdown: false, databaseTimeoutMs: 1_000 },
+        });
+        apps.push(app);
+        const [id] = await insertArticles(app.dataSource, [0]);
+        await app.counters.increment(Article, id, 'like_count');
+        // The pool's connections reset, new ones refused: ECONNRESET from the driver.
+        proxy.setMode('reset');
+        const failed = await app.counters.flush();
+        expect(failed.error).toBeInstanceOf(Error);
+        expect(await app.counters.status()).toMatchObject({ lastFlushError: 'database-unavailable' });
+        proxy.setMode('pass');
+      } finally {
+        await proxy.close();
+      }
+    });
+  }
 
   it('answers with Redis down, without the backlog', async () => {
     const app = await start(uniquePrefix('status-down'));
@@ -214,6 +269,27 @@ describe.each(DATABASES)('status and Redis data loss on %s', (databaseName) => {
     // A generation key per shard, the row, and the pending hash the claim left (see pending-hash.spec).
     expect(await redisKeyCount(prefix)).toBe(ALL_SHARDS + 2);
   });
+
+  /**
+   * Makes the database refuse a like_count above `max` on row `id`, with a message naming `name` and the
+   * table (a CHECK constraint; on SQLite, which cannot add one to a table, a trigger); returns its undoing.
+   */
+  async function refuseLikesAbove(app: CounterApp, table: string, name: string, id: number, max: number) {
+    const { dataSource } = app;
+    if (databaseName === 'sqlite') {
+      await dataSource.query(
+        `CREATE TRIGGER ${name} BEFORE UPDATE OF like_count ON ${table} WHEN NEW.id = ${id} AND ` +
+          `NEW.like_count > ${max} BEGIN SELECT RAISE(ABORT, '${name} failed for ${table}'); END`,
+      );
+      return async () => void (await dataSource.query(`DROP TRIGGER ${name}`));
+    }
+    // MariaDB's CHECK cannot name an AUTO_INCREMENT column: the row is told by its title instead.
+    await dataSource.query(`UPDATE ${table} SET title = '${name}' WHERE id = ${id}`);
+    await dataSource.query(
+      `ALTER TABLE ${table} ADD CONSTRAINT ${name} CHECK (title <> '${name}' OR like_count <= ${max})`,
+    );
+    return async () => void (await dataSource.query(`ALTER TABLE ${table} DROP CONSTRAINT ${name}`));
+  }
 
   async function redisKeyCount(prefix: string): Promise<number> {
     const redis = new Redis(server.url);

@@ -3,7 +3,8 @@ import type { CountedEntity } from '../../lib/counter.registry.js';
 import { InvalidCounterIdError } from '../../lib/index.js';
 import { toRowId } from '../../lib/row-id.js';
 
-const entity = (numericId: boolean, uuidId = false) => ({ name: 'Article', numericId, uuidId }) as CountedEntity;
+const entity = (numericId: boolean, uuidId = false, idMaxLength?: number) =>
+  ({ name: 'Article', numericId, uuidId, idMaxLength }) as CountedEntity;
 
 // One row, one canonical text: the text names the row in Redis, so two spellings of one database row
 // must give the same text (G2: every read includes every change of the row).
@@ -48,5 +49,24 @@ describe('a row id', () => {
     expect(() => toRowId(entity(false, true), 'not-a-uuid')).toThrow(InvalidCounterIdError);
     expect(toRowId(entity(false), 'User:{1}')).toEqual({ text: 'User:{1}', sql: 'User:{1}' });
     expect(() => toRowId(entity(false), '')).toThrow(InvalidCounterIdError);
+  });
+
+  it('refuses string keys that are not well-formed Unicode or hold NUL: they would not reach Redis or SQL as sent', () => {
+    for (const id of ['\uD800', 'a\uDBFFb', '\uDC00', '\uDE00\uD83D', '\u0000', 'a\u0000']) {
+      expect(() => toRowId(entity(false), id)).toThrow(InvalidCounterIdError);
+    }
+    // A surrogate pair is one character; other control characters are text like any other.
+    expect(toRowId(entity(false), 'a\uD83D\uDE00')).toEqual({ text: 'a\uD83D\uDE00', sql: 'a\uD83D\uDE00' });
+    expect(toRowId(entity(false), '\u0001\t\u007f')).toEqual({ text: '\u0001\t\u007f', sql: '\u0001\t\u007f' });
+  });
+
+  it('refuses string keys longer than the declared length, counted in characters as databases do', () => {
+    expect(toRowId(entity(false, false, 3), 'abc')).toEqual({ text: 'abc', sql: 'abc' });
+    expect(toRowId(entity(false, false, 3), '😀😀😀').text).toBe('😀😀😀');
+    expect(() => toRowId(entity(false, false, 3), 'abcd')).toThrow(
+      'Article ids must be at most 3 characters, the length of its primary column; got a string of 4 characters.',
+    );
+    expect(() => toRowId(entity(false, false, 3), '😀😀😀😀')).toThrow('got a string of 4 characters');
+    expect(toRowId(entity(false), 'x'.repeat(10_000)).text).toHaveLength(10_000);
   });
 });

@@ -1,27 +1,32 @@
-import { Body, Controller, Get, NotFoundException, Param, ParseIntPipe, Post, Query } from '@nestjs/common';
+import { Body, Controller, NotFoundException, Param, Post, UseGuards } from '@nestjs/common';
 import { CounterService, type AuditReport, type EntityClass, type RecountReport } from 'nestjs-counter';
 import { Comment } from '../comments/comment.entity.js';
+import { optionalPositiveIntegerField } from '../common/body-field.validator.js';
 import { Problem } from '../problems/problem.entity.js';
 import { Solution } from '../solutions/solution.entity.js';
+import { AdminTokenGuard } from './admin-token.guard.js';
 
 /** The counted entities by the name the routes take. */
 const ENTITIES: Record<string, EntityClass> = { problems: Problem, solutions: Solution, comments: Comment };
 
 /**
  * Checks counters against their sources and repairs them: what an operator runs after a Redis outage
- * or a crash between a row's insert and its count (no sign-in in this demo).
+ * or a crash between a row's insert and its count. Both walk tables, so both are POSTs (which the
+ * same-origin guard covers: no other site's page can start one) and need the operator's ADMIN_TOKEN.
  */
 @Controller('admin/counters')
+@UseGuards(AdminTokenGuard)
 export class CounterRepairController {
   constructor(private readonly counters: CounterService) {}
 
-  /** GET /admin/counters/solutions/like_count/audit?sample=100 (all rows without `sample`) */
-  @Get(':entity/:counter/audit')
+  /** POST /admin/counters/solutions/like_count/audit `{ "sample": 100 }` (all rows without `sample`) */
+  @Post(':entity/:counter/audit')
   audit(
     @Param('entity') entity: string,
     @Param('counter') counter: string,
-    @Query('sample', new ParseIntPipe({ optional: true })) sample?: number,
+    @Body() body: Record<string, unknown> | undefined,
   ): Promise<AuditReport> {
+    const sample = optionalPositiveIntegerField(body, 'sample');
     return this.counters.audit(entityNamed(entity), counter, { sample });
   }
 

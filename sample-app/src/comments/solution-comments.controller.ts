@@ -1,6 +1,6 @@
 import { Body, Controller, Param, ParseIntPipe, Post } from '@nestjs/common';
 import { LiveCounts } from 'nestjs-counter';
-import { optionalIdField, stringField } from '../common/body-field.validator.js';
+import { optionalPositiveIntegerField, stringField } from '../common/body-field.validator.js';
 import { Comment } from './comment.entity.js';
 import { CommentsService } from './comments.service.js';
 
@@ -12,6 +12,10 @@ export class SolutionCommentsController {
   @Post()
   @LiveCounts()
   create(@Param('id', ParseIntPipe) solutionId: number, @Body() body: Record<string, unknown>): Promise<Comment> {
-    return this.comments.create(solutionId, stringField(body, 'content', 5_000), optionalIdField(body, 'parentId'));
+    return this.comments.create(
+      solutionId,
+      stringField(body, 'content', 5_000),
+      optionalPositiveIntegerField(body, 'parentId'),
+    );
   }
 }

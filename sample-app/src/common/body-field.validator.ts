@@ -18,8 +18,8 @@ export function booleanField(body: Body, name: string): boolean {
   return value;
 }
 
-/** An optional positive integer field of a JSON body (absent or null → undefined); 400 otherwise. */
-export function optionalIdField(body: Body, name: string): number | undefined {
+/** An optional positive integer field of a JSON body (an id, a sample size; absent or null → undefined); 400 otherwise. */
+export function optionalPositiveIntegerField(body: Body, name: string): number | undefined {
   const value = body?.[name];
   if (value === undefined || value === null) return undefined;
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
