@@ -5,6 +5,7 @@ import { resolveHealthOptions } from '../counter-options.js';
 import { CounterService } from '../counter.service.js';
 import type { CounterHealthOptions } from '../interfaces/counter-health-options.interface.js';
 import type { CounterStatus } from '../interfaces/counter-status.interface.js';
+import { EvictionPolicyCheck } from '../redis/eviction-policy.check.js';
 import { degradedOf } from '../peer-compat.js';
 import { terminusHealthIndicators } from './terminus.loader.js';
 
@@ -17,10 +18,14 @@ import { terminusHealthIndicators } from './terminus.loader.js';
  */
 @Injectable()
 export class CounterHealthIndicator {
-  constructor(private readonly counters: CounterService) {}
+  constructor(
+    private readonly counters: CounterService,
+    private readonly eviction: EvictionPolicyCheck,
+  ) {}
 
   /**
-   * `down` when Redis is unreachable or the last `downAfterFailedFlushes` flushes of this instance failed;
+   * `down` when Redis is unreachable, when its `maxmemory-policy` may evict changes (`allkeys-*`, unless
+   * `acceptLossOnEviction`) or the last `downAfterFailedFlushes` flushes of this instance failed;
    * `degraded` (Terminus 12; `up` on Terminus 11, which has no such status) when fewer flushes in a row
    * failed or the oldest change not yet in the database is older than `degradedAfterMs`; `up` otherwise.
    * @param key the indicator's key in the health check's result. @default 'counters'
@@ -39,6 +44,9 @@ export class CounterHealthIndicator {
     }
     const failures = status.consecutiveFailedFlushes;
     if (!status.redisAvailable) return session.down({ message: MESSAGES.healthRedisDown(), ...status });
+    // A policy that cannot be read (an ACL without INFO) was warned about at bootstrap.
+    const eviction = await this.eviction.problem().catch(() => undefined);
+    if (eviction) return session.down({ message: eviction, ...status });
     if (failures >= downAfterFailedFlushes) {
       return session.down({ message: MESSAGES.healthFlushesFailing(failures), ...status });
     }

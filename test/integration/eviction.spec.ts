@@ -68,9 +68,9 @@ async function fillUntilFull(server: PrivateRedis): Promise<string[]> {
 
 const unsafePolicy = (server: PrivateRedis, policy: string) =>
   `Redis can evict the keys that hold unflushed counter changes: maxmemory-policy is ${policy} on ` +
-  `127.0.0.1:${server.port}. Set maxmemory-policy noeviction (or a volatile-* policy: the module's only keys ` +
-  `with a TTL are caches it reloads from the database), or accept losing changes to eviction with the ` +
-  `CounterModule option acceptLossOnEviction: true.`;
+  `127.0.0.1:${server.port}. Set maxmemory-policy noeviction (or a volatile-* policy: the module puts a TTL ` +
+  `only on keys it can lose safely), or accept losing changes to eviction with the CounterModule option ` +
+  `acceptLossOnEviction: true.`;
 
 // G1, G8 under memory pressure: a Redis that evicts keys with a TTL (volatile-*) never evicts a key
 // whose loss would lose a change or a remembered idempotency key.
