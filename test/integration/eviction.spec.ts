@@ -13,12 +13,14 @@ import {
   CounterModule,
   CounterService,
   CounterStoreUnavailableError,
+  type CounterModuleOptions,
 } from '../../lib/index.js';
 import { ArticleLikesController } from '../fixtures/article-likes.controller.js';
 import { Article, ArticleBeforeViewCount, ENTITIES } from '../fixtures/entities.js';
 import { startCounterApp, type CounterApp } from '../support/counter-app.js';
 import { createTestDatabase, DATABASES, type TestDatabase } from '../support/databases.js';
 import { NestHarness } from '../support/nest-harness.js';
+import { PrivateCluster } from '../support/private-cluster.js';
 import { PrivateRedis } from '../support/private-redis.js';
 import { uniquePrefix } from '../support/redis.js';
 import { articleCounts, insertArticles } from '../support/rows.js';
@@ -66,7 +68,7 @@ async function fillUntilFull(server: PrivateRedis): Promise<string[]> {
   }
 }
 
-const unsafePolicy = (server: PrivateRedis, policy: string) =>
+const unsafePolicy = (server: { port: number }, policy: string) =>
   `Redis can evict the keys that hold unflushed counter changes: maxmemory-policy is ${policy} on ` +
   `127.0.0.1:${server.port}. Set maxmemory-policy noeviction (or a volatile-* policy: the module puts a TTL ` +
   `only on keys it can lose safely), or accept losing changes to eviction with the CounterModule option ` +
@@ -162,7 +164,7 @@ describe('a Redis whose policy may evict any key (allkeys-*)', () => {
     servers.push(server);
     return server;
   };
-  const start = (redis: string, acceptLossOnEviction?: boolean) =>
+  const start = (redis: CounterModuleOptions['redis'], acceptLossOnEviction?: boolean) =>
     harness.start({
       database: database.options,
       entities: [...ENTITIES, CounterLedgerEntry],
@@ -193,6 +195,20 @@ describe('a Redis whose policy may evict any key (allkeys-*)', () => {
     const started = start(server.url);
     await expect(started).rejects.toBeInstanceOf(CounterConfigurationError);
     await expect(started).rejects.toThrow(unsafePolicy(server, 'allkeys-lru'));
+  });
+
+  it('refuses a Redis Cluster whose master evicts any key, read from every master', async () => {
+    const cluster = await PrivateCluster.start();
+    try {
+      const master = new Redis(cluster.masterPort, '127.0.0.1');
+      await master.config('SET', 'maxmemory-policy', 'allkeys-lru');
+      master.disconnect();
+      const started = start({ clusterNodes: cluster.nodes });
+      await expect(started).rejects.toBeInstanceOf(CounterConfigurationError);
+      await expect(started).rejects.toThrow(unsafePolicy({ port: cluster.masterPort }, 'allkeys-lru'));
+    } finally {
+      await cluster.stop();
+    }
   });
 
   it('starts under allkeys-lfu with acceptLossOnEviction: true, and is healthy', async () => {
