@@ -219,6 +219,15 @@ describe('a Redis whose policy may evict any key (allkeys-*)', () => {
     expect(await health(app)).toMatchObject({ status: 'ok', info: { counters: { status: 'up' } } });
   });
 
+  it('refuses an acceptLossOnEviction that is not a boolean', async () => {
+    const server = await privateRedis(['--maxmemory-policy', 'noeviction']);
+    const started = start(server.url, 'yes' as unknown as boolean);
+    await expect(started).rejects.toBeInstanceOf(CounterConfigurationError);
+    await expect(started).rejects.toThrow(
+      'CounterModule option "acceptLossOnEviction" must be true or false; got yes.',
+    );
+  });
+
   it('starts under noeviction and volatile-ttl', async () => {
     for (const policy of ['noeviction', 'volatile-ttl']) {
       const server = await privateRedis(['--maxmemory-policy', policy]);
