@@ -51,17 +51,17 @@ import { OpenTelemetryTracer } from './tracing/opentelemetry.tracer.js';
       inject: [COUNTER_OPTIONS],
     },
     {
-      provide: EvictionPolicyCheck,
-      useFactory: (redis: CounterRedisHandle, options: ResolvedCounterOptions) =>
-        new EvictionPolicyCheck(redis.client, options.acceptLossOnEviction),
-      inject: [CounterRedisHandle, COUNTER_OPTIONS],
-    },
-    {
       provide: ScriptRunner,
       // A claim's WAIT for the replicas must end well within the command timeout.
       useFactory: (redis: CounterRedisHandle, options: ResolvedCounterOptions) =>
         new ScriptRunner(redis.client, Math.floor(options.redisCommandTimeoutMs / 2)),
       inject: [CounterRedisHandle, COUNTER_OPTIONS],
+    },
+    {
+      provide: EvictionPolicyCheck,
+      useFactory: (runner: ScriptRunner, options: ResolvedCounterOptions) =>
+        new EvictionPolicyCheck(runner, options.acceptLossOnEviction),
+      inject: [ScriptRunner, COUNTER_OPTIONS],
     },
     {
       provide: CounterStore,

@@ -2,12 +2,10 @@ import { Logger } from '@nestjs/common';
 import { MESSAGES } from '../counter.messages.js';
 import { CounterConfigurationError } from '../exceptions/counter-configuration.error.js';
 import { isCluster, type RedisClient } from './counter-redis.handle.js';
+import type { ScriptRunner } from './script.runner.js';
 
 /** Policies that evict only keys with a TTL, or none: the keys that hold changes have no TTL. */
 const SAFE_POLICY = /^(noeviction|volatile-\S+)$/;
-
-/** States in which a command can be sent now (see `ScriptRunner.sendable`). */
-const SENDABLE_STATES = new Set(['ready', 'wait']);
 
 /** A Redis server and its `maxmemory-policy`. */
 export interface ServerPolicy {
@@ -26,14 +24,14 @@ export class EvictionPolicyCheck {
   private stopWatching?: () => void;
 
   constructor(
-    private readonly client: RedisClient,
+    private readonly runner: ScriptRunner,
     private readonly acceptLoss: boolean,
   ) {}
 
   /** The servers whose policy may evict changes, in a sentence naming the fix; undefined when none may. */
   async problem(): Promise<string | undefined> {
     if (this.acceptLoss) return undefined;
-    const unsafe = (await readPolicies(this.client)).filter(({ policy }) => !SAFE_POLICY.test(policy));
+    const unsafe = (await readPolicies(this.runner.client)).filter(({ policy }) => !SAFE_POLICY.test(policy));
     return unsafe.length === 0 ? undefined : MESSAGES.evictionUnsafe(unsafe);
   }
 
@@ -44,7 +42,7 @@ export class EvictionPolicyCheck {
    */
   async verify(): Promise<void> {
     if (this.acceptLoss) return;
-    if (SENDABLE_STATES.has(this.client.status)) {
+    if (this.runner.sendable) {
       const problem = await this.problem().catch((error: Error) => this.unreadable(error));
       if (problem) throw new CounterConfigurationError(problem);
     }
@@ -53,8 +51,8 @@ export class EvictionPolicyCheck {
         (problem) => problem && this.logger.error(MESSAGES.evictionUnsafeLate(problem)),
         (error: Error) => this.unreadable(error),
       );
-    this.client.on('ready', onReady);
-    this.stopWatching = () => this.client.off('ready', onReady);
+    this.runner.client.on('ready', onReady);
+    this.stopWatching = () => this.runner.client.off('ready', onReady);
   }
 
   stop(): void {
