@@ -58,7 +58,7 @@ export function resolveCounterOptions(options: CounterModuleOptions = {}): Resol
       MESSAGES.badOption('keyPrefix', resolved.keyPrefix, 'a non-empty string without "{" or "}"'),
     );
   }
-  for (const name of ['tracing', 'repairOnDataLoss'] as const) {
+  for (const name of ['tracing', 'repairOnDataLoss', 'acceptLossOnEviction'] as const) {
     if (typeof resolved[name] !== 'boolean') {
       throw new CounterConfigurationError(MESSAGES.badOption(name, resolved[name], 'true or false'));
     }

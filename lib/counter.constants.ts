@@ -34,6 +34,7 @@ export const COUNTER_DEFAULTS = {
   metrics: false,
   tracing: false,
   repairOnDataLoss: false,
+  acceptLossOnEviction: false,
 } as const;
 
 /**
@@ -104,3 +105,11 @@ export const MAX_IDEMPOTENCY_KEY_LENGTH = 200;
  * without a scan: more than the one key the change adds (see increment.lua.ts).
  */
 export const IDEMPOTENCY_PRUNE_PER_CHANGE = 8;
+
+/**
+ * How long changes given back for a counter the flusher did not know (a rolling deploy, see
+ * give-back.lua.ts) wait for a flusher that knows it, counted from the last give-back of the shard: a claim
+ * by a flusher that does not know the counter either then drops them (the counter was removed). Longer
+ * than any rolling deploy; they carry no TTL, so eviction never drops them sooner.
+ */
+export const UNKNOWN_CHANGES_KEPT_MS = 7 * 24 * 3_600_000;

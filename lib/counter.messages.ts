@@ -77,6 +77,21 @@ export const MESSAGES = {
     sent
       ? `Redis did not answer (${reason}); the command may or may not have been applied. Retry once Redis is reachable.`
       : `Redis is not available (${reason}); nothing was sent to it. Retry once Redis is reachable.`,
+  evictionUnsafe: (servers: Array<{ server: string; policy: string }>) =>
+    `Redis can evict the keys that hold unflushed counter changes: maxmemory-policy is ` +
+    `${servers.map(({ server, policy }) => `${policy} on ${server}`).join(', ')}. Set maxmemory-policy noeviction ` +
+    `(or a volatile-* policy: the module puts a TTL only on keys it can lose safely), or accept losing changes ` +
+    `to eviction with the CounterModule option acceptLossOnEviction: true.`,
+  evictionUnsafeLate: (problem: string) =>
+    `${problem} (Checked when Redis was reached after the application started; it keeps running, and changes ` +
+    `can be lost until this is fixed.)`,
+  evictionPolicyUnreadable: (reason: string) =>
+    `Could not read Redis's maxmemory-policy (${reason}), so the counter module cannot check that Redis never ` +
+    `evicts unflushed changes: allow INFO to the module's Redis user, and use maxmemory-policy noeviction or ` +
+    `volatile-*.`,
+  storeOutOfMemory: (reason: string) =>
+    `Redis is out of memory and refused the command (${reason}); nothing was applied. Free memory in Redis or ` +
+    `raise its maxmemory, then retry.`,
   seedContended: (entity: string, id: string) =>
     `Could not load the counters of ${entity} ${id} into Redis: flushes kept changing the row while it was read. ` +
     `Retry the call.`,

@@ -18,6 +18,7 @@ import { NO_OP_INSTRUMENTS, type CounterInstruments } from './metrics/counter.in
 import { PrometheusInstruments } from './metrics/prometheus.instruments.js';
 import { CounterKeys } from './redis/counter.keys.js';
 import { CounterRedisHandle } from './redis/counter-redis.handle.js';
+import { EvictionPolicyCheck } from './redis/eviction-policy.check.js';
 import { CounterStore } from './redis/counter.store.js';
 import { FlushStore } from './redis/flush.store.js';
 import { ScriptRunner } from './redis/script.runner.js';
@@ -57,6 +58,12 @@ import { OpenTelemetryTracer } from './tracing/opentelemetry.tracer.js';
       inject: [CounterRedisHandle, COUNTER_OPTIONS],
     },
     {
+      provide: EvictionPolicyCheck,
+      useFactory: (runner: ScriptRunner, options: ResolvedCounterOptions) =>
+        new EvictionPolicyCheck(runner, options.acceptLossOnEviction),
+      inject: [ScriptRunner, COUNTER_OPTIONS],
+    },
+    {
       provide: CounterStore,
       useFactory: (runner: ScriptRunner, options: ResolvedCounterOptions) =>
         new CounterStore(runner, options.cleanRowTtlSeconds, options.idempotencyTtlSeconds),
@@ -64,9 +71,8 @@ import { OpenTelemetryTracer } from './tracing/opentelemetry.tracer.js';
     },
     {
       provide: FlushStore,
-      useFactory: (runner: ScriptRunner, options: ResolvedCounterOptions, instruments: CounterInstruments) =>
-        new FlushStore(runner, options.cleanRowTtlSeconds, instruments),
-      inject: [ScriptRunner, COUNTER_OPTIONS, COUNTER_INSTRUMENTS],
+      useFactory: (runner: ScriptRunner, instruments: CounterInstruments) => new FlushStore(runner, instruments),
+      inject: [ScriptRunner, COUNTER_INSTRUMENTS],
     },
     {
       provide: CounterKeys,
@@ -94,6 +100,7 @@ export class CounterModule extends ConfigurableModuleClass implements OnModuleIn
 
   constructor(
     private readonly redis: CounterRedisHandle,
+    private readonly eviction: EvictionPolicyCheck,
     private readonly counters: CounterService,
     @Inject(COUNTER_INSTRUMENTS) private readonly instruments: CounterInstruments,
     @Inject(COUNTER_OPTIONS) private readonly options: ResolvedCounterOptions,
@@ -103,6 +110,7 @@ export class CounterModule extends ConfigurableModuleClass implements OnModuleIn
 
   async onModuleInit(): Promise<void> {
     await this.redis.waitUntilReady();
+    await this.eviction.verify();
     // The backlog gauges read status() at scrape time, while the module runs.
     this.stopObservingBacklog = this.instruments.observeBacklog(this.options.keyPrefix, () => this.counters.status());
   }
@@ -110,6 +118,7 @@ export class CounterModule extends ConfigurableModuleClass implements OnModuleIn
   /** Closes the Redis client only if the module created it. */
   async onApplicationShutdown(): Promise<void> {
     this.stopObservingBacklog?.();
+    this.eviction.stop();
     await this.redis.close();
   }
 }

@@ -6,6 +6,7 @@ import { CounterService } from '../counter.service.js';
 import { failureReasonOf } from '../exceptions/counter-failure-reason.js';
 import type { CounterHealthOptions } from '../interfaces/counter-health-options.interface.js';
 import type { CounterStatus } from '../interfaces/counter-status.interface.js';
+import { EvictionPolicyCheck } from '../redis/eviction-policy.check.js';
 import { degradedOf } from '../peer-compat.js';
 import { terminusHealthIndicators } from './terminus.loader.js';
 
@@ -20,10 +21,14 @@ import { terminusHealthIndicators } from './terminus.loader.js';
 export class CounterHealthIndicator {
   private readonly logger = new Logger('CounterHealthIndicator');
 
-  constructor(private readonly counters: CounterService) {}
+  constructor(
+    private readonly counters: CounterService,
+    private readonly eviction: EvictionPolicyCheck,
+  ) {}
 
   /**
-   * `down` when Redis is unreachable or the last `downAfterFailedFlushes` flushes of this instance failed;
+   * `down` when Redis is unreachable, when its `maxmemory-policy` may evict changes (`allkeys-*`, unless
+   * `acceptLossOnEviction`) or the last `downAfterFailedFlushes` flushes of this instance failed;
    * `degraded` (Terminus 12; `up` on Terminus 11, which has no such status) when fewer flushes in a row
    * failed or the oldest change not yet in the database is older than `degradedAfterMs`; `up` otherwise.
    * @param key the indicator's key in the health check's result. @default 'counters'
@@ -45,6 +50,9 @@ export class CounterHealthIndicator {
     }
     const failures = status.consecutiveFailedFlushes;
     if (!status.redisAvailable) return session.down({ message: MESSAGES.healthRedisDown(), ...status });
+    // A policy that cannot be read (an ACL without INFO) was warned about at bootstrap.
+    const eviction = await this.eviction.problem().catch(() => undefined);
+    if (eviction) return session.down({ message: eviction, ...status });
     if (failures >= downAfterFailedFlushes) {
       return session.down({ message: MESSAGES.healthFlushesFailing(failures), ...status });
     }

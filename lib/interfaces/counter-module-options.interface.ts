@@ -154,6 +154,14 @@ export interface CounterModuleOptions {
    * @default false
    */
   repairOnDataLoss?: boolean;
+  /**
+   * Start, and report healthy, even when Redis's `maxmemory-policy` may evict keys without a TTL
+   * (`allkeys-*`), which hold changes not yet in the database: accepts that eviction loses them. Off, such a
+   * Redis is refused at bootstrap (`CounterConfigurationError`), logged as an error when first reached
+   * later, and the health indicator reports down. `noeviction` and `volatile-*` need no opt-out.
+   * @default false
+   */
+  acceptLossOnEviction?: boolean;
 }
 
 /** Where and how the module registers its Prometheus metrics. */

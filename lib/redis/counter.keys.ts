@@ -92,12 +92,13 @@ export class ShardKeys {
   readonly pending: string;
   /**
    * Changes of counters that the flusher which claimed them did not know (an instance deployed before
-   * the counter was added), until one that knows them claims the shard; expires like a row.
+   * the counter was added), until one that knows them claims the shard, and `#at`, when changes were
+   * last given back (a hash without TTL; see give-back.lua.ts).
    */
   readonly unknown: string;
   /**
    * The idempotency keys of the shard's applied keyed changes, `<encoded id> <key>`, scored by when each
-   * expires (a sorted set that expires with its latest member).
+   * expires (a sorted set without TTL, pruned by keyed changes).
    */
   readonly idempotency: string;
   /** The cluster slot of every key of the shard (and of the other shards of its group). */

@@ -64,12 +64,10 @@ export class FlushStore {
   private unreadableDumpSeen = false;
 
   /**
-   * @param rowTtlSeconds how long changes given back wait for a flusher that knows their counter.
    * @param instruments counts the batches read with `HGETALL` instead of their `DUMP`.
    */
   constructor(
     private readonly runner: ScriptRunner,
-    private readonly rowTtlSeconds: number,
     private readonly instruments: CounterInstruments = NO_OP_INSTRUMENTS,
   ) {}
 
@@ -167,7 +165,7 @@ export class FlushStore {
     const keys = [shard.batch, shard.unknown, shard.lease];
     const reply = await this.runner.call(async () => {
       const given = await this.runner.onShard(shard, (target, done) =>
-        target.nestjsCounterGiveBack(keys.length, ...keys, batchId, token, this.rowTtlSeconds, ...unknownDeltas, done),
+        target.nestjsCounterGiveBack(keys.length, ...keys, batchId, token, ...unknownDeltas, done),
       );
       if (Number(given) === 1) await this.runner.awaitReplicas(shard);
       return given;

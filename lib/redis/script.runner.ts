@@ -26,6 +26,12 @@ const SENDABLE_STATES = new Set(['ready', 'wait']);
  */
 const TRANSIENT_REFUSAL = /^(MOVED|ASK|TRYAGAIN|CLUSTERDOWN|LOADING|MASTERDOWN|READONLY)\b/;
 
+/**
+ * The reply of a Redis at its `maxmemory` that cannot evict (`noeviction`): it refuses a script at its
+ * first write, so the refused call wrote nothing.
+ */
+const OUT_OF_MEMORY = /^OOM\b/;
+
 /** A call on one shard's keys (see `ScriptRunner.onShard`): made on `target`, its reply handed to `done`. */
 interface ShardCall {
   shard: ShardKeys;
@@ -218,11 +224,14 @@ export class ScriptRunner {
 }
 
 /**
- * What a failed command means to the caller: an outage (CounterStoreUnavailableError) or, for a reply
- * with which Redis refused to run a command, a bug to surface as it is.
+ * What a failed command means to the caller: an outage (CounterStoreUnavailableError, a Redis out of
+ * memory among them) or, for a reply with which Redis refused to run a command, a bug to surface as it is.
  */
 export function toStoreError(error: unknown): unknown {
   if (!(error instanceof Error) || error instanceof CounterReplicationLagError) return error;
+  if (error.name === 'ReplyError' && OUT_OF_MEMORY.test(error.message)) {
+    return new CounterStoreUnavailableError(MESSAGES.storeOutOfMemory(error.message), { cause: error });
+  }
   if (error.name === 'ReplyError' && TRANSIENT_REFUSAL.test(error.message)) {
     return new CounterStoreUnavailableError(MESSAGES.storeUnavailable(error.message, false), { cause: error });
   }

@@ -297,7 +297,7 @@ describe("a claimed batch's rows", () => {
     try {
       await client.ping();
       await expect(client.dump(`${prefix}:x`)).rejects.toThrow(/NOPERM/);
-      const store = new FlushStore(new ScriptRunner(client, 1000), 60);
+      const store = new FlushStore(new ScriptRunner(client, 1000));
       const changes = Object.fromEntries(Object.entries(batch).filter(([field]) => !field.startsWith('#')));
       for (const batchId of ['b-2', 'b-3']) {
         await redis.hset(shard.pending, changes);

@@ -8,6 +8,8 @@ import { Article, ArticleBeforeViewCount } from '../fixtures/entities.js';
 import { articleCounts, insertArticles } from '../support/rows.js';
 
 const OPTIONS = { shards: 1, cleanRowTtlSeconds: 2, flushOnShutdown: false, flushLeaseMs: 500 };
+/** How long changes of a counter no claiming instance knows are kept after the last give-back. */
+const WEEK_MS = 7 * 24 * 3_600_000;
 
 // While a deployment rolls out, an instance that runs the code from before a counter was added may
 // claim a batch that holds changes of that counter: it must leave them for an instance that knows it.
@@ -39,7 +41,12 @@ describe.each(DATABASES)('a flusher deployed before a counter was added, on %s',
     expect(report.error).toBeUndefined();
     expect([report.batches, report.rows]).toEqual([1, 1]);
     expect((await articleCounts(newer.dataSource, [id])).get(id)).toEqual({ likes: 11, views: 0 });
-    expect(await suite.redis.hgetall(shard().unknown)).toEqual({ [`${id} view_count`]: '4' });
+    expect(await suite.redis.hgetall(shard().unknown)).toEqual({
+      [`${id} view_count`]: '4',
+      '#at': expect.stringMatching(/^\d+$/),
+    });
+    // Without a TTL: a Redis that evicts keys with one (volatile-*) keeps it.
+    expect(await suite.redis.pttl(shard().unknown)).toBe(-1);
 
     // A row loaded again (its cache gone) counts the change given back.
     await suite.redis.del(shard().row(String(id)));
@@ -74,9 +81,10 @@ describe.each(DATABASES)('a flusher deployed before a counter was added, on %s',
       }
       const report = await partial.counters.flush();
       expect([report.error, report.batches, report.rows]).toEqual([undefined, 3, 3]);
-      expect(Object.keys(await suite.redis.hgetall(shard().unknown)).sort()).toEqual(
-        ids.map((id) => `${id} view_count`).sort(),
+      const givenBack = Object.keys(await suite.redis.hgetall(shard().unknown)).filter(
+        (field) => !field.startsWith('#'),
       );
+      expect(givenBack.sort()).toEqual(ids.map((id) => `${id} view_count`).sort());
       expect(await newer.counters.increment(Article, ids[0], 'view_count', 1)).toBe(4);
       expect((await newer.counters.flush()).error).toBeUndefined();
       expect(await articleCounts(newer.dataSource, ids)).toEqual(
@@ -87,14 +95,24 @@ describe.each(DATABASES)('a flusher deployed before a counter was added, on %s',
     }
   });
 
-  it('lets them expire like a row when no instance that knows the counter claims the shard', async () => {
+  it('keeps them while none of its instances knows the counter, and drops them a week after the last give-back', async () => {
     const [id] = await insertArticles(newer.dataSource, [0]);
     expect(await newer.counters.increment(Article, id, 'view_count', 5)).toBe(5);
     expect((await older.counters.flush()).error).toBeUndefined();
-    expect(await suite.redis.hgetall(shard().unknown)).toEqual({ [`${id} view_count`]: '5' });
-    await expect.poll(() => suite.redis.exists(shard().unknown), { timeout: 5_000, interval: 100 }).toBe(0);
+    // A claim by an instance that does not know the counter either keeps them.
+    expect(await older.counters.increment(ArticleBeforeViewCount, id, 'like_count', 1)).toBe(1);
+    expect((await older.counters.flush()).error).toBeUndefined();
+    expect(await suite.redis.hget(shard().unknown, `${id} view_count`)).toBe('5');
+
+    // A week (UNKNOWN_CHANGES_KEPT_MS, restated) after the last give-back, such a claim drops them: the
+    // counter was removed, as far as the shard can tell. The give-back's time is set back to stand for it.
+    const [seconds] = await suite.redis.time();
+    await suite.redis.hset(shard().unknown, '#at', String(Number(seconds) * 1000 - WEEK_MS));
+    expect(await older.counters.increment(ArticleBeforeViewCount, id, 'like_count', 1)).toBe(2);
+    expect((await older.counters.flush()).error).toBeUndefined();
+    expect(await suite.redis.exists(shard().unknown)).toBe(0);
     expect((await newer.counters.flush()).batches).toBe(0);
-    expect((await articleCounts(newer.dataSource, [id])).get(id)).toEqual({ likes: 0, views: 0 });
+    expect((await articleCounts(newer.dataSource, [id])).get(id)).toEqual({ likes: 2, views: 0 });
   });
 
   it('gives nothing back from a batch it recovers that the ledger has: its writer wrote it whole', async () => {

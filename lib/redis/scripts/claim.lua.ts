@@ -1,3 +1,5 @@
+import { UNKNOWN_CHANGES_KEPT_MS } from '../../counter.constants.js';
+
 /** The claim script: see the comment at its top. */
 export const CLAIM_LUA = String.raw`
 --[[
@@ -28,7 +30,7 @@ fields starting with '#'), whose value is longer than Redis's hash-max-listpack-
 the hash as a hash table, which HINCRBY reaches in constant time, instead of a listpack it searches
 field by field (see docs/PERFORMANCE.md, "Pending hash as a hash table").
 Invariant: every unflushed change is in exactly one place: the pending hash (its row in the dirty set),
-the batch hash, or the hash of unknown counters' changes.
+the batch hash, or the hash of unknown counters' changes (until dropped as those of a removed counter).
 ]]
 
 local dirty, batch, lease, generation, pending, unknown = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
@@ -96,18 +98,34 @@ else
   rows = #popped / 2
 end
 -- Changes given back by an instance that did not know their counters: this one knows them if they are
--- among the counters it claims for.
+-- among the counters it claims for. Those of a counter it does not know either are dropped once nothing
+-- was given back for ${UNKNOWN_CHANGES_KEPT_MS} ms ('#at', see give-back.lua.ts): a counter removed from
+-- the entity, which no instance will claim.
 if redis.call('EXISTS', unknown) == 1 then
   local known = {}
   for c = 6, #ARGV do known[ARGV[c]] = true end
   local flat = redis.call('HGETALL', unknown)
+  local givenAt, left = nil, 0
+  for i = 1, #flat, 2 do
+    if flat[i] == '#at' then givenAt = tonumber(flat[i + 1]) end
+  end
+  local time = redis.call('TIME')
+  local stale = givenAt ~= nil
+    and givenAt + ${UNKNOWN_CHANGES_KEPT_MS} <= time[1] * 1000 + math.floor(time[2] / 1000)
   for i = 1, #flat, 2 do
     local field = flat[i]
-    if known[string.sub(field, string.find(field, ' ', 1, true) + 1)] then
-      redis.call('HINCRBY', batch, field, flat[i + 1])
-      redis.call('HDEL', unknown, field)
+    if field ~= '#at' then
+      if known[string.sub(field, string.find(field, ' ', 1, true) + 1)] then
+        redis.call('HINCRBY', batch, field, flat[i + 1])
+        redis.call('HDEL', unknown, field)
+      elseif stale then
+        redis.call('HDEL', unknown, field)
+      else
+        left = left + 1
+      end
     end
   end
+  if left == 0 then redis.call('DEL', unknown) end
 end
 local more = redis.call('ZCARD', dirty)
 if redis.call('EXISTS', batch) == 0 then return { 'claimed', lost, gen, '', more } end

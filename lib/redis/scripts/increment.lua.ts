@@ -26,9 +26,10 @@ change is in the dirty set. The row is a cache that may expire; its pending chan
 
 The idempotency record holds '<encoded id> <key>' per applied keyed change, scored by when it expires
 (ms, Redis's clock). Invariant: a keyed change is applied only if its member is absent or expired, and
-is recorded in the same call; a change answered 0 or 2 records nothing. Each keyed change removes up to
-${IDEMPOTENCY_PRUNE_PER_CHANGE} expired members, and the record expires with its latest member, so it
-shrinks without a scan of the keyspace.
+is recorded in the same call; a change answered 0 or 2 records nothing. The record has no TTL, so a
+Redis that evicts keys with one (volatile-*) never forgets a key: for each keyed change answered 1 or 3
+the call removes up to ${IDEMPOTENCY_PRUNE_PER_CHANGE} expired members of its record, the oldest, without a scan of
+the keyspace.
 ]]
 
 ${ROW_CHANGE_LUA}
@@ -36,13 +37,42 @@ local function outside(value, min, max)
   return value < (min == '' and -MAX_SAFE or tonumber(min)) or value > (max == '' and MAX_SAFE or tonumber(max))
 end
 
--- The one change of a row: most rows of a call have one, and need no tables.
-local function change_one(k, id, counter, text, min, max)
+-- Whether a member of a record is there and not expired.
+local function remembered(record, member)
+  local expiry = redis.call('ZSCORE', record, member)
+  return expiry ~= false and tonumber(expiry) > now_ms()
+end
+
+-- Records a keyed change's member, expiring 'lifetime' ms from now, unless the record holds it
+-- unexpired: false then (the change was applied already). One ZADD in the common case, a new key.
+local function remember(record, member, lifetime)
+  local expiry = now_ms() + lifetime
+  if redis.call('ZADD', record, 'NX', expiry, member) == 1 then return true end
+  if remembered(record, member) then return false end
+  redis.call('ZADD', record, expiry, member)
+  return true
+end
+
+-- Removes up to 'limit' expired members of a record: the lowest scores, so no member is read into Lua.
+-- PERSIST: an earlier version gave records a TTL, which would forget the keys added since.
+local function prune(record, limit)
+  local expired = redis.call('ZCOUNT', record, '-inf', now_ms())
+  if expired > 0 then redis.call('ZREMRANGEBYRANK', record, 0, math.min(expired, limit) - 1) end
+  redis.call('PERSIST', record)
+end
+
+-- The one change of a row: most rows of a call have one, and need no tables. A keyed one (record and
+-- member given) applies only if its member is not remembered.
+local function change_one(k, id, counter, text, min, max, record, member, lifetime)
   local field = 'v:' .. counter
   local value = redis.call('HGET', KEYS[k], field)
   if not value then return 0, redis.call('GET', KEYS[k + 3]) or '0' end
   local current, delta = tonumber(value), tonumber(text)
-  if outside(current + delta, min, max) then return 2, exact(current) end
+  if outside(current + delta, min, max) then
+    if record and remembered(record, member) then return 3, exact(current) end
+    return 2, exact(current)
+  end
+  if record and not remember(record, member, lifetime) then return 3, exact(current) end
   if delta ~= 0 and add(k, id, field, counter, delta, text) then mark_dirty(k, id, 1) end
   return 1, exact(current + delta)
 end
@@ -53,6 +83,14 @@ if #KEYS == 4 and ARGV[3] == '1' then
   if kind == 1 then return value end
   return { kind, value }
 end
+if #KEYS == 5 and ARGV[3] == '-1' then
+  local record = KEYS[5]
+  local kind, value =
+    change_one(1, ARGV[2], ARGV[5], ARGV[6], ARGV[7], ARGV[8], record, ARGV[2] .. ' ' .. ARGV[9], ARGV[4] * 1000)
+  if kind ~= 0 then prune(record, ${IDEMPOTENCY_PRUNE_PER_CHANGE}) end
+  if kind == 1 then return value end
+  return { kind, value }
+end
 
 local out, at = {}, 2
 local function answer(kind, value)
@@ -60,18 +98,15 @@ local function answer(kind, value)
   out[#out + 1] = value
 end
 
--- Whether the row's key is in the shard's idempotency record and not expired (now in ms).
-local function remembered(record, member, now)
-  local expiry = redis.call('ZSCORE', record, member)
-  return expiry ~= false and tonumber(expiry) > now
-end
-
--- Removes up to 'limit' expired members of a record, and lets it expire with its latest member.
-local function prune(record, now, limit)
-  local expired = redis.call('ZRANGEBYSCORE', record, '-inf', now, 'LIMIT', 0, limit)
-  if #expired > 0 then redis.call('ZREM', record, unpack(expired)) end
-  local last = redis.call('ZRANGE', record, -1, -1, 'WITHSCORES')
-  if last[2] then redis.call('PEXPIREAT', record, last[2]) end
+-- Per record, in the order first met: the keyed changes answered 1 or 3, each of which prunes.
+local records, keyedOf = {}, {}
+local function count_keyed(record, kind)
+  if kind == 0 or kind == 2 then return end
+  if not keyedOf[record] then
+    records[#records + 1] = record
+    keyedOf[record] = 0
+  end
+  keyedOf[record] = keyedOf[record] + 1
 end
 
 local k = 1
@@ -79,16 +114,19 @@ while k <= #KEYS do
   local id, n = ARGV[at], tonumber(ARGV[at + 1])
   at = at + 2
   -- A row with keyed changes declares its shard's record as a fifth key and gives a key per change.
-  local record, lifetime, width, now, keyed = nil, nil, 4, nil, 0
+  local record, lifetime, width = nil, nil, 4
   if n < 0 then
     n, record, lifetime, width = -n, KEYS[k + 4], tonumber(ARGV[at]) * 1000, 5
     at = at + 1
-    local time = redis.call('TIME')
-    now = time[1] * 1000 + math.floor(time[2] / 1000)
   end
-  if n == 1 and not record then
-    answer(change_one(k, id, ARGV[at], ARGV[at + 1], ARGV[at + 2], ARGV[at + 3]))
-    at = at + 4
+  if n == 1 then
+    local key = record and ARGV[at + 4] or ''
+    local keyed = key ~= '' and record or nil
+    local member = id .. ' ' .. key
+    local kind, value = change_one(k, id, ARGV[at], ARGV[at + 1], ARGV[at + 2], ARGV[at + 3], keyed, member, lifetime)
+    answer(kind, value)
+    if keyed then count_keyed(keyed, kind) end
+    at = at + width
   else
     -- Several changes of a row: each counter's are added up and written once (a hot row's likes).
     -- Per counter: {live value, sum of the applied deltas, field}, or false when it has no live value.
@@ -105,21 +143,23 @@ while k <= #KEYS do
       end
       local counted = state[counter]
       local member = key ~= '' and id .. ' ' .. key or nil
+      local kind
       if not counted then
+        kind = 0
         answer(0, redis.call('GET', KEYS[k + 3]) or '0')
-      elseif member and remembered(record, member, now) then
-        answer(3, exact(counted[1]))
       elseif outside(counted[1] + delta, min, max) then
-        answer(2, exact(counted[1]))
+        kind = member and remembered(record, member) and 3 or 2
+        answer(kind, exact(counted[1]))
+      elseif member and not remember(record, member, lifetime) then
+        kind = 3
+        answer(3, exact(counted[1]))
       else
+        kind = 1
         counted[1] = counted[1] + delta
         counted[2] = counted[2] + delta
-        if member then
-          redis.call('ZADD', record, now + lifetime, member)
-          keyed = keyed + 1
-        end
         answer(1, exact(counted[1]))
       end
+      if member then count_keyed(record, kind) end
     end
     local created = 0
     for _, counter in ipairs(counters) do
@@ -129,9 +169,9 @@ while k <= #KEYS do
       end
     end
     if created > 0 then mark_dirty(k, id, created) end
-    if record then prune(record, now, ${IDEMPOTENCY_PRUNE_PER_CHANGE} * math.max(keyed, 1)) end
   end
-  k = k + (record and 5 or 4)
+  k = k + width
 end
+for _, record in ipairs(records) do prune(record, ${IDEMPOTENCY_PRUNE_PER_CHANGE} * keyedOf[record]) end
 return out
 `;

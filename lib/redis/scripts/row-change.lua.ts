@@ -20,6 +20,16 @@ local function add(k, id, field, counter, delta, text)
   return redis.call('HINCRBY', KEYS[k + 1], id .. ' ' .. counter, text) == delta
 end
 
+-- Redis's clock in ms, read once per call: a call runs at one instant for everyone else.
+local clock
+local function now_ms()
+  if not clock then
+    local time = redis.call('TIME')
+    clock = time[1] * 1000 + math.floor(time[2] / 1000)
+  end
+  return clock
+end
+
 -- A row whose changes just made 'created' pending changes joins the dirty set (NX keeps when it first
 -- became dirty) and stays cached for another TTL. A pending hash of no more fields than those was made by
 -- them: it gets the '#wide' field, which makes Redis keep it as a hash table (see claim.lua.ts).
@@ -27,8 +37,7 @@ local function mark_dirty(k, id, created)
   if redis.call('HLEN', KEYS[k + 1]) <= created then
     redis.call('HSET', KEYS[k + 1], '#wide', string.rep('-', 65))
   end
-  local now = redis.call('TIME')
-  redis.call('ZADD', KEYS[k + 2], 'NX', now[1] * 1000 + math.floor(now[2] / 1000), id)
+  redis.call('ZADD', KEYS[k + 2], 'NX', now_ms(), id)
   redis.call('EXPIRE', KEYS[k], ttl)
 end
 `;
