@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { COUNTER_INSTRUMENTS, MAX_IDEMPOTENCY_KEY_LENGTH, SEED_ATTEMPTS } from './counter.constants.js';
+import { COUNTER_INSTRUMENTS, MAX_IDEMPOTENCY_KEY_LENGTH } from './counter.constants.js';
 import { MESSAGES } from './counter.messages.js';
 import { CounterReader } from './counter.reader.js';
 import { CounterRegistry, type CountedEntity, type CounterField } from './counter.registry.js';
@@ -15,6 +15,7 @@ import { CounterKeys, type ShardKeys } from './redis/counter.keys.js';
 import { CounterStore } from './redis/counter.store.js';
 import type { IncrementOutcome, IncrementRequest } from './redis/increment.batcher.js';
 import { toRowId, type RowId } from './row-id.js';
+import { SeedRetry } from './seed.retry.js';
 import { loneSurrogateAt } from './well-formed-text.js';
 
 /**
@@ -124,7 +125,7 @@ export class CounterChangeApplier {
 
   /**
    * What an attempt that was not applied leads to: an out-of-range error, or loading the row from the
-   * database and trying again, SEED_ATTEMPTS attempts in all.
+   * database and trying again, as long as a `SeedRetry` allows.
    */
   private async finishChange(
     { counted, field, rowId }: AddressedCounter,
@@ -133,12 +134,13 @@ export class CounterChangeApplier {
     deltaFrom: (current: number) => number,
   ): Promise<AppliedOutcome> {
     let outcome = first;
+    const contention = new SeedRetry();
     for (let attempt = 1; ; attempt++) {
       if (outcome.kind === 'applied' || outcome.kind === 'already-applied') return outcome;
       if (outcome.kind === 'out-of-range') {
         throw outOfRange(counted, field, outcome.current, deltaFrom(outcome.current));
       }
-      if (attempt === SEED_ATTEMPTS) break;
+      if (attempt > 1 && !(await contention.next())) break;
       const seeded = await this.reader.ensureSeeded({ entity: counted, id: rowId });
       if (!seeded) throw new CounterRowNotFoundError(MESSAGES.rowNotFound(counted.name, rowId.text));
       outcome = await retry();

@@ -59,8 +59,15 @@ export const HEALTH_DEFAULTS = {
  */
 export const DEFAULT_FLUSH_BATCH_SIZE = 1_000;
 
-/** Attempts at seeding a row before giving up: each retry means a flush acknowledged in between. */
-export const SEED_ATTEMPTS = 20;
+/**
+ * Longest a load of rows retries while flushes acknowledge batches of their shards (each retry means one
+ * did) or hold a change of a row in flight. A healthy flush is done with a shard within milliseconds, so
+ * contention past this is a stall (a batch stuck until its lease runs out), which the caller is told of.
+ */
+export const SEED_CONTENTION_TIMEOUT_MS = 2_000;
+
+/** Longest random wait before a retry of a contended load: a few flushes of a shard long. */
+export const SEED_BACKOFF_MAX_MS = 8;
 
 /** Attempts at a batch transaction that failed with a serialization error, a lock timeout or a busy database. */
 export const TRANSACTION_ATTEMPTS = 3;

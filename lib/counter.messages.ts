@@ -197,6 +197,10 @@ export const MESSAGES = {
     `instead, which costs the application more CPU per row.`,
   dumpRefused: () => `Redis refused DUMP in the claim script: allow DUMP to the module's Redis user (ACL)`,
   overlayFailed: () => `Could not read live counters from Redis; the response carries the database values.`,
+  valueTypesUnknown: (reason: string) =>
+    `Could not ask the database which type its driver gives counted columns (${reason}); live counts are ` +
+    `written into entities as numbers, which may differ from what TypeORM loads (a bigint as text), until it ` +
+    `answers. It is asked again a minute later: check that the database is reachable.`,
   missingPeer: (name: string, usedBy: string) =>
     `${usedBy} needs the package ${name}, which is not installed: install it (npm install ${name}), or do ` +
     `without the feature.`,

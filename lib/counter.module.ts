@@ -23,6 +23,7 @@ import { CounterStore } from './redis/counter.store.js';
 import { FlushStore } from './redis/flush.store.js';
 import { ScriptRunner } from './redis/script.runner.js';
 import { CounterDatabase } from './sql/counter.database.js';
+import { CounterValueHydrator } from './sql/counter-value.hydrator.js';
 import { NO_OP_TRACER } from './tracing/counter.tracer.js';
 import { OpenTelemetryTracer } from './tracing/opentelemetry.tracer.js';
 
@@ -83,6 +84,7 @@ import { OpenTelemetryTracer } from './tracing/opentelemetry.tracer.js';
     CounterRegistry,
     CounterEntityExplorer,
     CounterDatabase,
+    CounterValueHydrator,
     FlushRecord,
     CounterReader,
     CounterFlusher,

@@ -1,9 +1,10 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { COUNTER_OPTIONS, COUNTER_TRACER, SEED_ATTEMPTS } from './counter.constants.js';
+import { COUNTER_OPTIONS, COUNTER_TRACER } from './counter.constants.js';
 import { MESSAGES } from './counter.messages.js';
 import { groupBy } from './collections.js';
 import type { RowId } from './row-id.js';
 import type { CountedEntity } from './counter.registry.js';
+import { SeedRetry } from './seed.retry.js';
 import { CounterOutOfRangeError } from './exceptions/counter-out-of-range.error.js';
 import { CounterSeedContentionError } from './exceptions/counter-seed-contention.error.js';
 import { CounterStoreUnavailableError } from './exceptions/counter-store-unavailable.error.js';
@@ -94,7 +95,8 @@ export class CounterReader {
   private async readLive(rows: PendingRow[]): Promise<Map<string, RowValues>> {
     const result = new Map<string, RowValues>();
     let pending = dedupe(rows);
-    for (let attempt = 0; attempt < SEED_ATTEMPTS && pending.length > 0; attempt++) {
+    const retry = new SeedRetry();
+    while (pending.length > 0) {
       const groups = groupByShard(pending);
       const reads = await this.store.readRows(
         groups.map((group) => ({
@@ -112,9 +114,9 @@ export class CounterReader {
         }),
       );
       pending = await this.seed(misses, result);
-    }
-    if (pending.length > 0) {
-      throw new CounterSeedContentionError(MESSAGES.seedContended(pending[0].entity.name, pending[0].id.text));
+      if (pending.length > 0 && !(await retry.next())) {
+        throw new CounterSeedContentionError(MESSAGES.seedContended(pending[0].entity.name, pending[0].id.text));
+      }
     }
     return result;
   }

@@ -19,6 +19,7 @@ import type { AuditOptions, AuditReport, RecountOptions, RecountReport } from '.
 import { CounterReconciler } from './reconcile/counter.reconciler.js';
 import { CountedRowsQuery } from './sql/counted-rows.query.js';
 import { CounterDatabase } from './sql/counter.database.js';
+import { CounterValueHydrator } from './sql/counter-value.hydrator.js';
 import type { CounterInstruments } from './metrics/counter.instruments.js';
 import { CounterKeys } from './redis/counter.keys.js';
 import { FlushStore } from './redis/flush.store.js';
@@ -39,6 +40,7 @@ export class CounterService {
     private readonly changes: CounterChangeApplier,
     @Inject(COUNTER_DATA_SOURCE) dataSource: DataSource,
     database: CounterDatabase,
+    private readonly hydrator: CounterValueHydrator,
   ) {
     const counters = { live: this.liveValues.bind(this), replace: this.changes.replace.bind(this.changes) };
     const rows = new CountedRowsQuery(dataSource, database.dialect);
@@ -94,7 +96,8 @@ export class CounterService {
   }
 
   /**
-   * The live value of a counter. Falls back to the database value when Redis is unreachable.
+   * The live value of a counter, a number whatever the column's type (a `bigint` that TypeORM loads as
+   * text too). Falls back to the database value when Redis is unreachable.
    * @throws CounterRowNotFoundError when the row does not exist
    */
   async get(entity: EntityClass, id: string | number, counter: string): Promise<number> {
@@ -107,8 +110,9 @@ export class CounterService {
   }
 
   /**
-   * Live values of many rows (all counters, or the ones named), keyed by the ids as given. Rows that
-   * do not exist in the database are left out. One Redis round trip per shard touched.
+   * Live values of many rows (all counters, or the ones named), keyed by the ids as given, as numbers
+   * (see `get`). Rows that do not exist in the database are left out. One Redis round trip per shard
+   * touched.
    */
   async getMany<Id extends string | number>(
     entity: EntityClass,
@@ -132,8 +136,10 @@ export class CounterService {
 
   /**
    * Writes live counter values, in place, into every counted entity found in `value`: an entity, an
-   * array, or plain objects containing them (pagination wrappers, relations). Returns `value`.
-   * When Redis is unreachable the entities keep their database values and a warning is logged.
+   * array, or plain objects containing them (pagination wrappers, relations). Returns `value`. Each value
+   * has the type TypeORM loads the column as (a `bigint` as text on PostgreSQL and MySQL/MariaDB, or
+   * what its transformer gives). When Redis is unreachable the entities keep their database values (a
+   * NULL counter becomes 0, as a live read gives it) and a warning is logged.
    */
   async overlay<T>(value: T): Promise<T> {
     const instances = collectCountedInstances(value, this.registry);
@@ -150,13 +156,19 @@ export class CounterService {
     } catch (error) {
       if (!(error instanceof CounterStoreUnavailableError)) throw error;
       this.logger.warn(`${MESSAGES.overlayFailed()} ${error.message}`);
+      for (const { entity, instance } of requests) {
+        for (const field of entity.counters)
+          if (instance[field.propertyName] === null) instance[field.propertyName] = this.hydrator.hydrate(field, 0);
+      }
       return value;
     }
     requests.forEach(({ entity, instance }, index) => {
       const row = values[index];
       if (!row) return;
-      for (let counter = 0; counter < row.length; counter++)
-        instance[entity.counters[counter].propertyName] = row[counter];
+      for (let counter = 0; counter < row.length; counter++) {
+        const field = entity.counters[counter];
+        instance[field.propertyName] = this.hydrator.hydrate(field, row[counter]);
+      }
     });
     return value;
   }

@@ -14,9 +14,14 @@ const SLOTS_REFRESH_INTERVAL_MS = 5_000;
 /** Longest wait for Redis at bootstrap; past it the app starts degraded (reads from the database). */
 const BOOTSTRAP_WAIT_MS = 5_000;
 
+/** How much longer than the socket timeout a module-made client waits before it reconnects (see `from`). */
+const RECONNECT_AFTER_SOCKET_TIMEOUT_MS = 50;
+
 /** The Redis client the module works with, and whether the module made it (and so must close it). */
 export class CounterRedisHandle {
   private readonly logger = new Logger('CounterRedis');
+  /** Set once the module closes its client: the close that follows is no outage. */
+  private closing = false;
 
   constructor(
     readonly client: RedisClient,
@@ -39,11 +44,16 @@ export class CounterRedisHandle {
       enableOfflineQueue: false,
       autoResendUnfulfilledCommands: false,
     };
+    // ioredis 5 never clears the socket timeout of a socket that closed with a command unanswered: it fires
+    // later on whichever socket the client has then, a healthy new one included (redis/ioredis#2147, fixed
+    // in 6.0.0). Reconnecting only after it fired keeps a Redis restart to one outage. A cluster is spared:
+    // it replaces a lost node's client instead of reconnecting it.
+    const reconnectAfter = commandTimeoutMs + RECONNECT_AFTER_SOCKET_TIMEOUT_MS;
     const client = isClusterConnection(connection)
       ? new Cluster(connection.clusterNodes, failFastCluster(connection.clusterOptions, failFast))
       : typeof connection === 'string'
-        ? new Redis(connection, failFast)
-        : new Redis({ ...connection, ...failFast });
+        ? new Redis(connection, { ...failFast, retryStrategy: notBefore(reconnectAfter) })
+        : new Redis({ ...connection, ...failFast, retryStrategy: notBefore(reconnectAfter, connection.retryStrategy) });
     const handle = new CounterRedisHandle(client, true);
     handle.reportOutages();
     return handle;
@@ -65,20 +75,24 @@ export class CounterRedisHandle {
 
   async close(): Promise<void> {
     if (!this.owned || this.client.status === 'end') return;
+    this.closing = true;
     await this.client.quit().catch(() => this.client.disconnect());
   }
 
   /**
    * Logs a lost connection once per outage (ioredis emits an error on every reconnect attempt, and
-   * prints it itself when nobody listens), and its recovery.
+   * prints it itself when nobody listens; a server that closes the connection cleanly emits none), and
+   * its recovery.
    */
   private reportOutages(): void {
     let down = false;
-    this.client.on('error', (error: Error) => {
-      if (down) return;
+    const lost = (reason: string) => {
+      if (down || this.closing) return;
       down = true;
-      this.logger.warn(MESSAGES.redisConnectionLost(error.message));
-    });
+      this.logger.warn(MESSAGES.redisConnectionLost(reason));
+    };
+    this.client.on('error', (error: Error) => lost(error.message));
+    this.client.on('close', () => lost('connection closed'));
     this.client.on('ready', () => {
       if (!down) return;
       down = false;
@@ -117,6 +131,14 @@ function failFastCluster(options: ClusterOptions = {}, failFast: RedisOptions): 
     enableOfflineQueue: false,
     retryDelayOnFailover: 0,
     redisOptions: { ...options.redisOptions, ...nodeFailFast },
+  };
+}
+
+/** `strategy`'s reconnect delays (ioredis's own where none is given), none shorter than `minDelayMs`. */
+function notBefore(minDelayMs: number, strategy?: RedisOptions['retryStrategy']): RedisOptions['retryStrategy'] {
+  return (times) => {
+    const delay = strategy ? strategy(times) : minDelayMs;
+    return typeof delay === 'number' ? Math.max(delay, minDelayMs) : delay;
   };
 }
 

@@ -32,6 +32,12 @@ const TRANSIENT_REFUSAL = /^(MOVED|ASK|TRYAGAIN|CLUSTERDOWN|LOADING|MASTERDOWN|R
  */
 const OUT_OF_MEMORY = /^OOM\b/;
 
+/**
+ * Errors with which ioredis refuses a command without writing it: its socket is no longer writable (it
+ * just broke), or a cluster knows no node for it yet. Nothing reached Redis.
+ */
+const REFUSED_UNSENT = /^(Stream isn't writeable|Cluster isn't ready) and enableOfflineQueue options is false/;
+
 /** A call on one shard's keys (see `ScriptRunner.onShard`): made on `target`, its reply handed to `done`. */
 interface ShardCall {
   shard: ShardKeys;
@@ -236,7 +242,8 @@ export function toStoreError(error: unknown): unknown {
     return new CounterStoreUnavailableError(MESSAGES.storeUnavailable(error.message, false), { cause: error });
   }
   if (error.name !== 'ReplyError') {
-    return new CounterStoreUnavailableError(MESSAGES.storeUnavailable(error.message, true), { cause: error });
+    const sent = !REFUSED_UNSENT.test(error.message);
+    return new CounterStoreUnavailableError(MESSAGES.storeUnavailable(error.message, sent), { cause: error });
   }
   return error;
 }

@@ -65,6 +65,11 @@ export interface CounterDialect {
   random: string;
   /** The statement's values were at fault (a data exception), not the database's availability. */
   isDataError(error: unknown): boolean;
+  /**
+   * A SELECT of one row whose column `probe` holds `value` typed as a column of `type`, so that the driver
+   * returns it as it returns that column's values (a string, a number, a bigint).
+   */
+  typedValue(value: number, type: string, unsigned: boolean): string;
 }
 
 interface DriverError {

@@ -43,6 +43,10 @@ export const mysqlDialect: CounterDialect = {
   isDeadlock: (error) => driverErrorOf(error).errno === ER_LOCK_DEADLOCK,
   random: 'RAND()',
   isDataError: (error) => isDataException(driverErrorOf(error).sqlState),
+  // CAST cannot name an integer type here; a JSON_TABLE column can (MySQL 8.0.4+, MariaDB 10.6+).
+  typedValue: (value, type, unsigned) =>
+    `SELECT probe FROM JSON_TABLE('[${value}]', '$[*]' ` +
+    `COLUMNS (probe ${type}${unsigned ? ' UNSIGNED' : ''} PATH '$')) AS typed`,
 };
 
 /**

@@ -59,4 +59,5 @@ export const postgresDialect: CounterDialect = {
   isDeadlock: (error) => driverErrorOf(error).code === DEADLOCK_DETECTED,
   random: 'RANDOM()',
   isDataError: (error) => isDataException(driverErrorOf(error).code),
+  typedValue: (value, type) => `SELECT CAST(${value} AS ${type}) AS probe`,
 };

@@ -51,6 +51,8 @@ export const sqliteDialect: CounterDialect = {
   isDeadlock: () => false,
   random: 'RANDOM()',
   isDataError: (error) => SQLITE_DATA_ERRORS.has(String(driverErrorOf(error).code)),
+  // Every integer column has INTEGER affinity.
+  typedValue: (value) => `SELECT CAST(${value} AS INTEGER) AS probe`,
 };
 
 /** Statement texts by table and columns, made once. */

@@ -4,9 +4,9 @@ import type { App } from 'supertest/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CounterKeys } from '../../lib/redis/counter.keys.js';
 import { startCounterApp, type CounterApp } from '../support/counter-app.js';
-import { createTestDatabase, type TestDatabase } from '../support/databases.js';
-import { Article, Remark } from '../fixtures/entities.js';
-import { LIVE_COUNTS_CONTROLLERS } from '../fixtures/live-counts.controller.js';
+import { createTestDatabase, DATABASES, type DatabaseName, type TestDatabase } from '../support/databases.js';
+import { Article, Remark, Score } from '../fixtures/entities.js';
+import { LIVE_COUNTS_CONTROLLERS, ScoresController } from '../fixtures/live-counts.controller.js';
 import { deleteKeys, uniquePrefix, type AnyRedis } from '../support/redis.js';
 import { nodeOfTrip, RedisTraffic, RoundTrips, type RoundTrip } from '../support/redis-traffic.js';
 import { slotOwners } from '../support/slot-owners.js';
@@ -29,6 +29,12 @@ interface RemarkBody {
   article?: ArticleBody;
 }
 
+/**
+ * A `bigint` column's value as TypeORM hydrates it with the drivers' defaults: text from pg and mysql2
+ * (`bigNumberStrings`), a number from better-sqlite3.
+ */
+const bigint = (database: DatabaseName, count: number) => (database === 'sqlite' ? count : String(count));
+
 /** The shard number in a key's hash tag: `<prefix>:{<table>:<shard>}:…`. */
 const shardOfKey = (key: string) => Number(/\{[^}]*:(\d+)\}/.exec(key)?.[1]);
 
@@ -47,6 +53,7 @@ describe.each(TARGETS)('live counts interceptor on %s, %s', (databaseName, topol
   const others: CounterApp[] = [];
   const otherClients: AnyRedis[] = [];
   const otherPrefixes: string[] = [];
+  const big = (count: number) => bigint(databaseName, count);
 
   beforeAll(async () => {
     database = await createTestDatabase(databaseName);
@@ -98,7 +105,7 @@ describe.each(TARGETS)('live counts interceptor on %s, %s', (databaseName, topol
     expect(await counter.counters.increment(Article, article.id, 'view_count', 7)).toBe(107);
 
     const { body } = await get(`/live/articles/${article.id}`);
-    expect(body).toEqual({ id: article.id, title: 'a', likeCount: 15, viewCount: 107 });
+    expect(body).toEqual({ id: article.id, title: 'a', likeCount: 15, viewCount: big(107) });
     expect(await storedArticle(article.id)).toEqual({ likeCount: 10, viewCount: 100 });
   });
 
@@ -108,12 +115,12 @@ describe.each(TARGETS)('live counts interceptor on %s, %s', (databaseName, topol
     expect(await redis.exists(key)).toBe(0);
 
     const first = await get(`/live/articles/${article.id}`);
-    expect(first.body).toEqual({ id: article.id, title: 'a', likeCount: 7, viewCount: 70 });
+    expect(first.body).toEqual({ id: article.id, title: 'a', likeCount: 7, viewCount: big(70) });
     expect(await redis.hgetall(key)).toEqual({ 'v:like_count': '7', 'v:view_count': '70' });
 
     expect(await counter.counters.increment(Article, article.id, 'like_count')).toBe(8);
     const second = await get(`/live/articles/${article.id}`);
-    expect(second.body).toEqual({ id: article.id, title: 'a', likeCount: 8, viewCount: 70 });
+    expect(second.body).toEqual({ id: article.id, title: 'a', likeCount: 8, viewCount: big(70) });
   });
 
   it('overlays every entity of an array, seen and unseen', async () => {
@@ -125,9 +132,9 @@ describe.each(TARGETS)('live counts interceptor on %s, %s', (databaseName, topol
 
     const { body } = await get(`/live/articles?ids=${seen.id},${unseen.id},${decremented.id}`);
     expect((body as ArticleBody[]).map(live)).toEqual([
-      { id: seen.id, likeCount: 1, viewCount: 15 },
-      { id: unseen.id, likeCount: 2, viewCount: 20 },
-      { id: decremented.id, likeCount: 0, viewCount: 30 },
+      { id: seen.id, likeCount: 1, viewCount: big(15) },
+      { id: unseen.id, likeCount: 2, viewCount: big(20) },
+      { id: decremented.id, likeCount: 0, viewCount: big(30) },
     ]);
   });
 
@@ -141,15 +148,15 @@ describe.each(TARGETS)('live counts interceptor on %s, %s', (databaseName, topol
     const { body } = await get('/live/page?title=paged&page=2&size=2');
     expect(body).toEqual({
       items: [
-        { id: created[2].id, title: 'paged', likeCount: 2, viewCount: 1_002 },
-        { id: created[3].id, title: 'paged', likeCount: 23, viewCount: 1_003 },
+        { id: created[2].id, title: 'paged', likeCount: 2, viewCount: big(1_002) },
+        { id: created[3].id, title: 'paged', likeCount: 23, viewCount: big(1_003) },
       ],
       total: 5,
       page: 2,
     });
     const last = await get('/live/page?title=paged&page=3&size=2');
     expect(last.body).toEqual({
-      items: [{ id: created[4].id, title: 'paged', likeCount: 4, viewCount: 1_034 }],
+      items: [{ id: created[4].id, title: 'paged', likeCount: 4, viewCount: big(1_034) }],
       total: 5,
       page: 3,
     });
@@ -164,7 +171,7 @@ describe.each(TARGETS)('live counts interceptor on %s, %s', (databaseName, topol
     expect(await counter.counters.increment(Article, article.id, 'like_count', 2)).toBe(7);
 
     const { body } = await get(`/live/articles/${article.id}/remarks`);
-    expect(live(body as ArticleBody)).toEqual({ id: article.id, likeCount: 7, viewCount: 50 });
+    expect(live(body as ArticleBody)).toEqual({ id: article.id, likeCount: 7, viewCount: big(50) });
     expect(((body as ArticleBody).remarks ?? []).map(({ id, replyCount }) => ({ id, replyCount }))).toEqual([
       { id: ids[0], replyCount: 14 },
       { id: ids[1], replyCount: 15 },
@@ -173,7 +180,7 @@ describe.each(TARGETS)('live counts interceptor on %s, %s', (databaseName, topol
 
     const remark = await get(`/live/remarks/${encodeURIComponent(ids[1])}`);
     expect((remark.body as RemarkBody).replyCount).toBe(15);
-    expect(live((remark.body as RemarkBody).article!)).toEqual({ id: article.id, likeCount: 7, viewCount: 50 });
+    expect(live((remark.body as RemarkBody).article!)).toEqual({ id: article.id, likeCount: 7, viewCount: big(50) });
   });
 
   it('overlays entities of several kinds in any order, each with its own counters', async () => {
@@ -200,9 +207,9 @@ describe.each(TARGETS)('live counts interceptor on %s, %s', (databaseName, topol
       );
     const expected = [
       [ids[0], 100],
-      [first.id, 4, 10],
+      [first.id, 4, big(10)],
       [ids[1], 205],
-      [second.id, 2, 27],
+      [second.id, 2, big(27)],
       [ids[2], 300],
     ];
     // The first overlay seeds the two remarks never read; the second finds every row in Redis.
@@ -224,11 +231,14 @@ describe.each(TARGETS)('live counts interceptor on %s, %s', (databaseName, topol
 
     const { body } = await get(`/live/nested?ids=${featured.id},${other.id}`);
     expect(body).toEqual({
-      data: { featured: { id: featured.id, title: 'a', likeCount: 111, viewCount: 1_000 }, meta: { source: 'db' } },
+      data: {
+        featured: { id: featured.id, title: 'a', likeCount: 111, viewCount: big(1_000) },
+        meta: { source: 'db' },
+      },
       sections: [
         {
           title: 'others',
-          entries: [{ rank: other.id, article: { id: other.id, title: 'a', likeCount: 200, viewCount: 2_022 } }],
+          entries: [{ rank: other.id, article: { id: other.id, title: 'a', likeCount: 200, viewCount: big(2_022) } }],
         },
       ],
     });
@@ -265,11 +275,11 @@ describe.each(TARGETS)('live counts interceptor on %s, %s', (databaseName, topol
     await counter.counters.decrement(Article, second.id, 'view_count', 81);
 
     const one = await get(`/intercepted/articles/${first.id}`);
-    expect(one.body).toEqual({ id: first.id, title: 'a', likeCount: 100, viewCount: 90 });
+    expect(one.body).toEqual({ id: first.id, title: 'a', likeCount: 100, viewCount: big(90) });
     const many = await get(`/intercepted/articles?ids=${first.id},${second.id}`);
     expect((many.body as ArticleBody[]).map(live)).toEqual([
-      { id: first.id, likeCount: 100, viewCount: 90 },
-      { id: second.id, likeCount: 8, viewCount: -1 },
+      { id: first.id, likeCount: 100, viewCount: big(90) },
+      { id: second.id, likeCount: 8, viewCount: big(-1) },
     ]);
   });
 
@@ -308,7 +318,7 @@ describe.each(TARGETS)('live counts interceptor on %s, %s', (databaseName, topol
       page.map((article, i) => ({
         id: article.id,
         likeCount: i + (i === 0 ? 3 : i === 41 ? 5 : i === 99 ? 7 : 0),
-        viewCount: 2 * i,
+        viewCount: big(2 * i),
       })),
     );
     // On a cluster one script command per shard touched (a script's keys share one slot), each naming
@@ -375,12 +385,11 @@ describe.each(TARGETS)('live counts interceptor on %s, %s', (databaseName, topol
 
     const started = Date.now();
     const one = await request(downHttp).get(`/live/articles/${article.id}`).expect(200);
-    expect(live(one.body as ArticleBody)).toEqual({ id: article.id, likeCount: 10, viewCount: expect.anything() });
-    expect(Number((one.body as ArticleBody).viewCount)).toBe(100);
+    expect(live(one.body as ArticleBody)).toEqual({ id: article.id, likeCount: 10, viewCount: big(100) });
     const page = await request(downHttp).get('/live/page?title=down&page=1&size=10').expect(200);
-    expect((page.body.items as ArticleBody[]).map((item) => [item.id, item.likeCount, Number(item.viewCount)])).toEqual(
-      [[article.id, 10, 100]],
-    );
+    expect((page.body.items as ArticleBody[]).map(live)).toEqual([
+      { id: article.id, likeCount: 10, viewCount: big(100) },
+    ]);
     expect(page.body.total).toBe(1);
     const withRemarks = await request(downHttp).get(`/live/articles/${article.id}/remarks`).expect(200);
     expect((withRemarks.body as ArticleBody).likeCount).toBe(10);
@@ -400,18 +409,85 @@ describe.each(TARGETS)('live counts interceptor on %s, %s', (databaseName, topol
 
     expect(await app.counters.increment(Article, article.id, 'like_count', 5)).toBe(25);
     const before = await request(appHttp).get(`/live/articles/${article.id}`).expect(200);
-    expect(before.body).toEqual({ id: article.id, title: 'cut', likeCount: 25, viewCount: 200 });
+    expect(before.body).toEqual({ id: article.id, title: 'cut', likeCount: 25, viewCount: big(200) });
 
     own.disconnect();
     const started = Date.now();
     const after = await request(appHttp).get(`/live/articles/${article.id}`).expect(200);
     expect(Date.now() - started).toBeLessThan(5_000);
-    expect((after.body as ArticleBody).likeCount).toBe(20);
-    expect(Number((after.body as ArticleBody).viewCount)).toBe(200);
+    expect(after.body).toEqual({ id: article.id, title: 'cut', likeCount: 20, viewCount: big(200) });
     // The change stays pending in Redis for a later flush; the database was not written behind its back.
     expect(await redis.hget(shardOf(articleTable(), article.id, ownPrefix).pending, `${article.id} like_count`)).toBe(
       '5',
     );
     expect(await storedArticle(article.id)).toEqual({ likeCount: 20, viewCount: 200 });
+  });
+});
+
+// A counter's JSON type is its column's in the app, whether Redis answers or not: the overlay writes what
+// TypeORM hydrates for the column (the driver's type, through the column's transformer), and a NULL as
+// the 0 it counts as.
+describe.each(DATABASES)('live counts keep the types of their columns on %s', (databaseName) => {
+  const prefixes = [uniquePrefix('live-types'), uniquePrefix('live-types-down')];
+  const redis = inspectionClient('standalone');
+  let database: TestDatabase;
+  let up: CounterApp;
+  let down: CounterApp;
+  const big = (count: number) => bigint(databaseName, count);
+
+  beforeAll(async () => {
+    database = await createTestDatabase(databaseName);
+    const app = (keyPrefix: string, options: Partial<Parameters<typeof startCounterApp>[0]>) =>
+      startCounterApp({
+        database: database.options,
+        keyPrefix,
+        entities: [Score],
+        controllers: [ScoresController],
+        counter: { shards: 2, flushOnShutdown: false },
+        ...options,
+      });
+    up = await app(prefixes[0], {});
+    down = await app(prefixes[1], { synchronize: false, redis: unreachableClient('standalone') });
+  });
+
+  afterAll(async () => {
+    await up?.close();
+    await down?.close();
+    await database?.drop();
+    for (const prefix of prefixes) await deleteKeys(redis, prefix);
+    redis.disconnect();
+  });
+
+  it('answers a route with the same JSON types with Redis up and down', async () => {
+    const scores = up.dataSource.getRepository(Score);
+    const [changed, untouched] = await scores.save([
+      { plainCount: 1, bigCount: 10, convertedCount: 100, maybeCount: 7 },
+      { plainCount: 2, bigCount: 20, convertedCount: 200, maybeCount: null },
+    ]);
+    expect(await up.counters.increment(Score, changed.id, 'plain_count', 1)).toBe(2);
+    expect(await up.counters.increment(Score, changed.id, 'big_count', 2)).toBe(12);
+    expect(await up.counters.increment(Score, changed.id, 'converted_count', 3)).toBe(103);
+    expect(await up.counters.increment(Score, changed.id, 'maybe_count', 4)).toBe(11);
+    const path = `/scores?ids=${changed.id},${untouched.id}`;
+
+    const live = await request(up.app.getHttpServer() as App)
+      .get(path)
+      .expect(200);
+    expect(live.body).toEqual([
+      { id: changed.id, plainCount: 2, bigCount: big(12), convertedCount: 103, maybeCount: 11 },
+      { id: untouched.id, plainCount: 2, bigCount: big(20), convertedCount: 200, maybeCount: 0 },
+    ]);
+    // get and getMany answer numbers, whatever the column's type.
+    expect(await up.counters.getMany(Score, [changed.id])).toEqual(
+      new Map([[changed.id, { plain_count: 2, big_count: 12, converted_count: 103, maybe_count: 11 }]]),
+    );
+
+    const fallback = await request(down.app.getHttpServer() as App)
+      .get(path)
+      .expect(200);
+    expect(fallback.body).toEqual([
+      { id: changed.id, plainCount: 1, bigCount: big(10), convertedCount: 100, maybeCount: 7 },
+      { id: untouched.id, plainCount: 2, bigCount: big(20), convertedCount: 200, maybeCount: 0 },
+    ]);
   });
 });

@@ -1,5 +1,6 @@
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { CounterSeedContentionError } from '../../lib/index.js';
+import { groupBy } from '../../lib/collections.js';
 import { CounterKeys } from '../../lib/redis/counter.keys.js';
 import { FlushStore } from '../../lib/redis/flush.store.js';
 import { CounterDatabase } from '../../lib/sql/counter.database.js';
@@ -11,6 +12,25 @@ import { seededRandom, testSeed } from '../support/seeded-random.js';
 import { TARGETS } from '../support/topologies.js';
 
 const SHARDS = 4;
+/** Callers loading rows at once in the contention test. */
+const LOADERS = 8;
+/**
+ * Share of the loads' database reads that last until the next flush of their shard, so that most attempts
+ * meet contention: 20 immediate attempts of ~200 loads all fail for about 8 of them (0.85^20 ≈ 4 %), a
+ * retry that goes on for seconds (hundreds of attempts) for none.
+ */
+const SLOW_READS = 0.85;
+/** A slow read never waits longer than this for a flush, so the test cannot hang on one. */
+const SLOW_READ_LIMIT_MS = 1_000;
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A promise and the function that resolves it. */
+function signal() {
+  let resolve!: () => void;
+  const promise = new Promise<void>((done) => (resolve = done));
+  return { promise, resolve };
+}
 
 // Seeding a row from the database while a flush moves its values must never count a batch twice or
 // miss one.
@@ -157,5 +177,66 @@ describe.each(TARGETS)('seeding racing a flush on %s, %s', (database, topology) 
       ids.map((id) => live.get(id)!.like_count),
       `seed ${seed}`,
     ).toEqual(ids.map((id) => expected.get(id)));
+  });
+
+  it('loads rows of a shard that flushes without pause, with no contention reaching a caller', async () => {
+    const random = seededRandom(testSeed());
+    const ids = await insertArticles(
+      reader.dataSource,
+      Array.from({ length: 300 }, () => 1),
+    );
+    // The rows of one shard: a hot one that keeps the shard's flushes busy, and the others to load.
+    const [hot, ...cold] = [...groupBy(ids, (id) => keys.shardOf(String(id))).values()].sort(
+      (a, b) => b.length - a.length,
+    )[0];
+    // The other instance's acknowledgements, each announced once it is done.
+    let acked = signal();
+    const writerStore = writer.app.get(FlushStore);
+    const realAck = writerStore.ack.bind(writerStore);
+    vi.spyOn(writerStore, 'ack').mockImplementation(async (...args) => {
+      const outcome = await realAck(...args);
+      const done = acked;
+      acked = signal();
+      done.resolve();
+      return outcome;
+    });
+    // A busy database: most reads of a row to load last until a flush of its shard was acknowledged.
+    const readerDatabase = reader.app.get(CounterDatabase);
+    const realRead = readerDatabase.readCounters.bind(readerDatabase);
+    vi.spyOn(readerDatabase, 'readCounters').mockImplementation(async (entity, rows) => {
+      if (random() < SLOW_READS) await Promise.race([acked.promise, sleep(SLOW_READ_LIMIT_MS)]);
+      return realRead(entity, rows);
+    });
+
+    // The other instance changes the hot row and flushes, in a loop: each flush moves the shard's
+    // generation, which a load that read the database meanwhile must not seed over.
+    let flushing = true;
+    const churn = (async () => {
+      while (flushing) {
+        await writer.counters.increment(Article, hot, 'like_count');
+        expect((await writer.counters.flush()).error).toBeUndefined();
+        await sleep(1);
+      }
+    })();
+    const queue = [...cold];
+    const loaded: number[] = [];
+    let contended = 0;
+    await Promise.all(
+      Array.from({ length: LOADERS }, async () => {
+        for (let id = queue.shift(); id !== undefined; id = queue.shift()) {
+          try {
+            loaded.push(await reader.counters.get(Article, id, 'like_count'));
+          } catch (error) {
+            if (!(error instanceof CounterSeedContentionError)) throw error;
+            contended++;
+          }
+        }
+      }),
+    );
+    flushing = false;
+    await churn;
+
+    expect(contended).toBe(0);
+    expect(loaded).toEqual(cold.map(() => 1));
   });
 });
