@@ -42,7 +42,7 @@ export class CounterService {
   ) {
     const counters = { live: this.liveValues.bind(this), replace: this.changes.replace.bind(this.changes) };
     const rows = new CountedRowsQuery(dataSource, database.dialect);
-    this.reconciler = new CounterReconciler(counters, rows, dataSource.manager, this.logger);
+    this.reconciler = new CounterReconciler(counters, rows, dataSource, this.logger);
   }
 
   private readonly reconciler: CounterReconciler;

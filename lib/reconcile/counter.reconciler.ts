@@ -1,5 +1,5 @@
 import type { Logger } from '@nestjs/common';
-import type { EntityManager } from 'typeorm';
+import type { DataSource } from 'typeorm';
 import { chunks } from '../collections.js';
 import { MESSAGES } from '../counter.messages.js';
 import type { CountedEntity, CounterField } from '../counter.registry.js';
@@ -8,6 +8,7 @@ import type { CounterSource } from '../interfaces/counted-options.interface.js';
 import type { AuditOptions, AuditReport, RecountOptions, RecountReport } from '../interfaces/reconcile.interface.js';
 import { toRowId } from '../row-id.js';
 import type { CountedRowsQuery } from '../sql/counted-rows.query.js';
+import { onPrimary } from '../sql/on-primary.js';
 
 /** Rows read from the source and compared per step, unless the caller says otherwise. */
 const DEFAULT_BATCH_SIZE = 1000;
@@ -46,7 +47,7 @@ export class CounterReconciler {
   constructor(
     private readonly counters: ReconciledCounters,
     private readonly rows: CountedRowsQuery,
-    private readonly manager: EntityManager,
+    private readonly dataSource: DataSource,
     private readonly logger: Logger,
   ) {}
 
@@ -146,7 +147,9 @@ export class CounterReconciler {
     ids: Array<string | number>,
   ): Promise<(id: string | number) => number> {
     const values = new Map<string, number>();
-    for (const [id, value] of await source(ids, this.manager)) {
+    // The source's manager reads the primary: a replica behind it would undo the changes it has not seen.
+    const pairs = await onPrimary(this.dataSource, (manager) => source(ids, manager));
+    for (const [id, value] of pairs) {
       const number = Number(value);
       if (!Number.isSafeInteger(number)) {
         throw new CounterConfigurationError(MESSAGES.badSourceValue(entity.name, field.name, id, value));
