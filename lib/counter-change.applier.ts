@@ -14,6 +14,7 @@ import type { CounterInstruments } from './metrics/counter.instruments.js';
 import { CounterKeys, type ShardKeys } from './redis/counter.keys.js';
 import { CounterStore } from './redis/counter.store.js';
 import type { IncrementOutcome, IncrementRequest } from './redis/increment.batcher.js';
+import type { ReplaceOutcome } from './reconcile/counter.reconciler.js';
 import { toRowId, type RowId } from './row-id.js';
 
 /**
@@ -79,13 +80,22 @@ export class CounterChangeApplier {
     return (await this.finishChange(row, outcome, attempt, (current) => value - current)).value;
   }
 
-  /** Sets a counter to `value` only while its live value is `expected`: false when it moved (or expired). */
-  async replace(counted: CountedEntity, field: CounterField, id: string | number, expected: number, value: number) {
+  /**
+   * Sets a counter to `value` only while its live value is `expected`: 'changed' when it moved (or
+   * expired), 'out-of-range' when `value` is outside the counter's bounds; nothing written either way.
+   */
+  async replace(
+    counted: CountedEntity,
+    field: CounterField,
+    id: string | number,
+    expected: number,
+    value: number,
+  ): Promise<ReplaceOutcome> {
     const { shard, encodedId } = this.address(counted.target, id, field.name);
     const { min, max } = field;
     const outcome = await this.store.set({ shard, encodedId, counter: field.name, value, min, max, expected });
-    if (outcome.kind === 'out-of-range') throw outOfRange(counted, field, outcome.current, value - outcome.current);
-    return outcome.kind === 'applied';
+    if (outcome.kind === 'applied' || outcome.kind === 'out-of-range') return outcome.kind;
+    return 'changed';
   }
 
   /**

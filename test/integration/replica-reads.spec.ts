@@ -142,6 +142,7 @@ describe.each(REPLICATED_DATABASES)('reads from the primary under replication on
         { id: unseen, was: 0, now: 2 },
       ],
       skipped: [],
+      refused: [],
       cursor: null,
     });
     expect((await counters.flush()).error).toBeUndefined();

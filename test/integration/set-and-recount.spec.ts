@@ -6,6 +6,7 @@ import {
   CounterOutOfRangeError,
   InvalidCounterDeltaError,
   InvalidCounterIdError,
+  InvalidCounterOptionError,
   type CounterService,
 } from '../../lib/index.js';
 import { DataLossRepairer } from '../../lib/reconcile/data-loss.repairer.js';
@@ -158,6 +159,7 @@ describe.each(TARGETS)('recount and audit on %s, %s', (database, topology) => {
         { id: ids[3], was: 2, now: 1 },
       ],
       skipped: [],
+      refused: [],
       cursor: null,
     });
     expect(progress.mock.calls.map(([message]) => message)).toEqual([
@@ -179,12 +181,14 @@ describe.each(TARGETS)('recount and audit on %s, %s', (database, topology) => {
       checked: 2,
       corrected: [{ id: ids[1], was: 50, now: 5 }],
       skipped: [],
+      refused: [],
       cursor: ids[1],
     });
     expect(await counters.recount(Topic, 'reply_count', { after: ids[1] })).toEqual({
       checked: 2,
       corrected: [{ id: ids[3], was: 70, now: 1 }],
       skipped: [],
+      refused: [],
       cursor: null,
     });
     await counters.set(Topic, ids[2], 'reply_count', 4);
@@ -192,6 +196,7 @@ describe.each(TARGETS)('recount and audit on %s, %s', (database, topology) => {
       checked: 1,
       corrected: [{ id: ids[2], was: 4, now: 0 }],
       skipped: [],
+      refused: [],
       cursor: null,
     });
     expect((await counters.flush()).error).toBeUndefined();
@@ -269,6 +274,10 @@ describe.each(DATABASES)('recount and audit options on %s', (database) => {
         refusal('batchSize', `CounterService.recount() option "batchSize" must be ${expected}; got ${batchSize}.`),
       );
     }
+    // The package root exports the class, and the filter answers it with 400 (http-errors.spec).
+    await expect(counters.recount(Topic, 'reply_count', { limit: 0 })).rejects.toBeInstanceOf(
+      InvalidCounterOptionError,
+    );
     expect(source).not.toHaveBeenCalled();
     expect(await stored(suite.counter, ids)).toEqual([4]);
   });
