@@ -10,6 +10,7 @@ import {
   type CounterService,
 } from '../../lib/index.js';
 import { DataLossRepairer } from '../../lib/reconcile/data-loss.repairer.js';
+import { CounterStore } from '../../lib/redis/counter.store.js';
 import { CounterDatabase } from '../../lib/sql/counter.database.js';
 import { Reply, replySource, SOURCED_ENTITIES, Topic } from '../fixtures/sourced-entities.js';
 import type { CounterApp } from '../support/counter-app.js';
@@ -223,6 +224,51 @@ describe.each(TARGETS)('recount and audit on %s, %s', (database, topology) => {
     expect((await counters.flush()).error).toBeUndefined();
     expect(await stored(suite.counter, ids)).toEqual([3, 5, 0, 1]);
   });
+
+  // The recounts take milliseconds; a hold that is never reached must fail, not wait for the suite's timeout.
+  it(
+    'corrects a row once when the changes between two recounts undo the first correction',
+    { timeout: 10_000 },
+    async () => {
+      const { counters, app, dataSource } = suite.counter;
+      const [id] = await insertTopics(suite.counter, [{ stored: 10, replies: 3 }]);
+      expect(await counters.get(Topic, id, 'reply_count')).toBe(10);
+      // The first recount to reach its correction waits there, having read source 3 and live 10.
+      const store = app.get(CounterStore);
+      const set = store.set.bind(store);
+      let reached!: () => void;
+      let release!: () => void;
+      const atCorrection = new Promise<void>((resolve) => (reached = resolve));
+      const released = new Promise<void>((resolve) => (release = resolve));
+      let first = true;
+      vi.spyOn(store, 'set').mockImplementation(async (...args) => {
+        if (first) {
+          first = false;
+          reached();
+          await released;
+        }
+        return set(...args);
+      });
+      const held = counters.recount(Topic, 'reply_count', { ids: [id] });
+      await atCorrection;
+      expect(await counters.recount(Topic, 'reply_count', { ids: [id] })).toEqual({
+        checked: 1,
+        corrected: [{ id, was: 10, now: 3 }],
+        skipped: [],
+        refused: [],
+        cursor: null,
+      });
+      // Seven replies are inserted and counted: the live value is 10 again, and so is the source.
+      await dataSource.getRepository(Reply).insert(Array.from({ length: 7 }, () => ({ topicId: id })));
+      expect(await counters.increment(Topic, id, 'reply_count', 7)).toBe(10);
+      release();
+      // The held recount's read is stale: it reads again and finds nothing to correct.
+      expect(await held).toEqual({ checked: 1, corrected: [], skipped: [], refused: [], cursor: null });
+      expect(await live(counters, [id])).toEqual([10]);
+      expect((await counters.flush()).error).toBeUndefined();
+      expect(await stored(suite.counter, [id])).toEqual([10]);
+    },
+  );
 
   it('refuses a counter without a source, naming the fix', async () => {
     const { counters } = suite.counter;
