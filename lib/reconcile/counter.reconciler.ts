@@ -5,14 +5,9 @@ import { MESSAGES } from '../counter.messages.js';
 import type { CountedEntity, CounterField } from '../counter.registry.js';
 import { CounterConfigurationError } from '../exceptions/counter-configuration.error.js';
 import type { CounterSource } from '../interfaces/counted-options.interface.js';
-import type {
-  AuditOptions,
-  AuditReport,
-  CounterDrift,
-  RecountOptions,
-  RecountReport,
-} from '../interfaces/reconcile.interface.js';
+import type { AuditOptions, AuditReport, RecountOptions, RecountReport } from '../interfaces/reconcile.interface.js';
 import { toRowId } from '../row-id.js';
+import type { VersionedValue } from '../redis/counter.store.js';
 import type { CountedRowsQuery } from '../sql/counted-rows.query.js';
 import { onPrimary } from '../sql/on-primary.js';
 import { auditScope, recountScope, type ReconcileScope } from './reconcile-options.js';
@@ -31,15 +26,21 @@ export interface ReconciledCounters {
     field: CounterField,
     ids: ReadonlyArray<string | number>,
   ): Promise<Array<number | undefined>>;
+  /** Per id, the counter's live value and version, read at once; undefined for a row missing from the database. */
+  versioned(
+    entity: CountedEntity,
+    field: CounterField,
+    ids: ReadonlyArray<string | number>,
+  ): Promise<Array<VersionedValue | undefined>>;
   /**
-   * Sets the counter to `value` only while its live value is `expected`: 'changed' when it moved,
-   * 'out-of-range' when the value is outside the counter's bounds (nothing written either way).
+   * Sets the counter to `value` only while its live value and version are `expected`: 'changed' when
+   * either moved, 'out-of-range' when the value is outside the counter's bounds (nothing written either way).
    */
   replace(
     entity: CountedEntity,
     field: CounterField,
     id: string | number,
-    expected: number,
+    expected: VersionedValue,
     value: number,
   ): Promise<ReplaceOutcome>;
 }
@@ -52,17 +53,22 @@ interface Unusable {
 /** A row whose live value differs from its source's, or whose source value is unusable. */
 interface Difference {
   id: string | number;
-  live: number;
+  live: VersionedValue;
   source: number | Unusable;
 }
 
+/** Reads the live values of rows (with their versions; '' where the caller sets nothing). */
+type LiveRead = (ids: Array<string | number>) => Promise<Array<VersionedValue | undefined>>;
+
 /**
  * Compares counters with their declared source (`@Counted({ source })`) and corrects those that differ.
- * A step reads the source for a batch of rows, then their live values, and sets each counter that differs
- * to its source value only if its live value is still the one read: a row changed since (a change, or
- * another recount) is read and compared again, so a change made after the reads is never undone or
- * counted twice. What is left: a source row committed before the source read and counted after the live
- * read is counted twice; one committed after the source read and counted before the live read is missed.
+ * A step reads the source for a batch of rows, then their live values with their versions, and sets each
+ * counter that differs to its source value only if its live value and version are still the ones read: a
+ * row changed since (a change, or another recount's correction, which alone moves the version) is read
+ * and compared again, so a change made after the reads is never undone or counted twice, nor a
+ * correction made twice. What is left: a source row committed before the source read and counted after
+ * the live read is counted twice; one committed after the source read and counted before the live read
+ * is missed.
  * That window, the commit-to-increment delay plus the gap between the two reads, is named in
  * docs/DESIGN.md (G9). A source value the counter cannot take is reported (`refused`), and the walk goes on.
  */
@@ -81,9 +87,11 @@ export class CounterReconciler {
     for await (const ids of this.batches(entity, scope, report)) {
       let pending = ids;
       for (let round = 1; pending.length > 0; round++) {
-        const { checked, differences } = await this.compare(entity, field, source, pending);
+        const { checked, differences } = await this.compare(entity, source, pending, (ids) =>
+          this.counters.versioned(entity, field, ids),
+        );
         if (round === 1) report.checked += checked;
-        const settable: CounterDrift[] = [];
+        const settable: Array<{ id: string | number; live: VersionedValue; source: number }> = [];
         for (const { id, live, source: value } of differences) {
           if (typeof value !== 'number') report.refused.push({ id, source: value.given, reason: 'not-a-safe-integer' });
           else if (value < field.min || value > field.max)
@@ -99,7 +107,7 @@ export class CounterReconciler {
         );
         pending = [];
         settable.forEach(({ id, live, source: value }, index) => {
-          if (outcomes[index] === 'applied') report.corrected.push({ id, was: live, now: value });
+          if (outcomes[index] === 'applied') report.corrected.push({ id, was: live.value, now: value });
           else if (outcomes[index] === 'changed') pending.push(id);
           else report.refused.push({ id, source: value, reason: 'out-of-range' });
         });
@@ -121,14 +129,18 @@ export class CounterReconciler {
         ? this.batches(entity, scope, { cursor: null })
         : chunks(await this.rows.sample(entity, scope.sample), scope.batchSize);
     for await (const ids of batches) {
-      const { checked, differences } = await this.compare(entity, field, source, ids);
+      const { checked, differences } = await this.compare(entity, source, ids, async (rows) =>
+        (await this.counters.live(entity, field, rows)).map((value) =>
+          value === undefined ? undefined : { value, version: '' },
+        ),
+      );
       report.checked += checked;
       for (const { id, live, source: value } of differences) {
         // An audit reports numbers: a source that gives something else is the app's to fix.
         if (typeof value !== 'number') {
           throw new CounterConfigurationError(MESSAGES.badSourceValue(entity.name, field.name, id, value.given));
         }
-        report.drifted.push({ id, live, source: value });
+        report.drifted.push({ id, live: live.value, source: value });
       }
     }
     return report;
@@ -137,12 +149,12 @@ export class CounterReconciler {
   /** Reads the source of the rows, then their live values: how many exist, and those that differ. */
   private async compare(
     entity: CountedEntity,
-    field: CounterField,
     source: CounterSource,
     ids: Array<string | number>,
+    readLive: LiveRead,
   ): Promise<{ checked: number; differences: Difference[] }> {
     const truth = await this.sourceValues(entity, source, ids);
-    const live = await this.counters.live(entity, field, ids);
+    const live = await readLive(ids);
     let checked = 0;
     const differences: Difference[] = [];
     ids.forEach((id, index) => {
@@ -150,7 +162,7 @@ export class CounterReconciler {
       if (value === undefined) return;
       checked++;
       const given = truth(id);
-      if (value !== given) differences.push({ id, live: value, source: given });
+      if (value.value !== given) differences.push({ id, live: value, source: given });
     });
     return { checked, differences };
   }
