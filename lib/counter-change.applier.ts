@@ -1,8 +1,10 @@
+import { randomBytes } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { COUNTER_INSTRUMENTS, MAX_IDEMPOTENCY_KEY_LENGTH } from './counter.constants.js';
 import { MESSAGES } from './counter.messages.js';
 import { CounterReader } from './counter.reader.js';
 import { CounterRegistry, type CountedEntity, type CounterField } from './counter.registry.js';
+import { groupBy } from './collections.js';
 import { CounterOutOfRangeError } from './exceptions/counter-out-of-range.error.js';
 import { CounterRowNotFoundError } from './exceptions/counter-row-not-found.error.js';
 import { CounterSeedContentionError } from './exceptions/counter-seed-contention.error.js';
@@ -12,8 +14,9 @@ import type { CounterChangeOptions, CounterChangeOutcome } from './interfaces/co
 import type { EntityClass } from './interfaces/entity-class.interface.js';
 import type { CounterInstruments } from './metrics/counter.instruments.js';
 import { CounterKeys, type ShardKeys } from './redis/counter.keys.js';
-import { CounterStore } from './redis/counter.store.js';
+import { CounterStore, type VersionedValue } from './redis/counter.store.js';
 import type { IncrementOutcome, IncrementRequest } from './redis/increment.batcher.js';
+import type { ReplaceOutcome } from './reconcile/counter.reconciler.js';
 import { toRowId, type RowId } from './row-id.js';
 import { SeedRetry } from './seed.retry.js';
 import { loneSurrogateAt } from './well-formed-text.js';
@@ -75,7 +78,15 @@ export class CounterChangeApplier {
     }
     const row = this.address(entity, id, counter);
     const { field, shard, encodedId } = row;
-    const request = { shard, encodedId, counter: field.name, value, min: field.min, max: field.max };
+    const request = {
+      shard,
+      encodedId,
+      counter: field.name,
+      value,
+      min: field.min,
+      max: field.max,
+      version: newVersion(),
+    };
     // Without an expected value, a set never finds the row 'changed'.
     const attempt = () => this.store.set(request) as Promise<IncrementOutcome>;
     const outcome = await attempt();
@@ -83,13 +94,45 @@ export class CounterChangeApplier {
     return (await this.finishChange(row, outcome, attempt, (current) => value - current)).value;
   }
 
-  /** Sets a counter to `value` only while its live value is `expected`: false when it moved (or expired). */
-  async replace(counted: CountedEntity, field: CounterField, id: string | number, expected: number, value: number) {
+  /**
+   * The live value and version of a counter of rows, for `replace`; null for a row Redis does not hold
+   * (read it first). A loaded row without a version gets one.
+   */
+  async versioned(
+    counted: CountedEntity,
+    field: CounterField,
+    ids: ReadonlyArray<string | number>,
+  ): Promise<Array<VersionedValue | null>> {
+    const rows = ids.map((id) => this.address(counted.target, id, field.name));
+    const byShard = [...groupBy([...rows.keys()], (row) => rows[row].shard.tag).values()];
+    const replies = await this.store.readVersioned(
+      byShard.map((group) => ({ shard: rows[group[0]].shard, encodedIds: group.map((row) => rows[row].encodedId) })),
+      field.name,
+      newVersion(),
+    );
+    const values: Array<VersionedValue | null> = new Array(rows.length);
+    byShard.forEach((group, g) => group.forEach((row, r) => (values[row] = replies[g][r])));
+    return values;
+  }
+
+  /**
+   * Sets a counter to `value` only while its live value and version are `expected` (read by
+   * `versioned`): 'changed' when either moved (or the row expired), 'out-of-range' when `value` is outside
+   * the counter's bounds; nothing written either way.
+   */
+  async replace(
+    counted: CountedEntity,
+    field: CounterField,
+    id: string | number,
+    expected: VersionedValue,
+    value: number,
+  ): Promise<ReplaceOutcome> {
     const { shard, encodedId } = this.address(counted.target, id, field.name);
     const { min, max } = field;
-    const outcome = await this.store.set({ shard, encodedId, counter: field.name, value, min, max, expected });
-    if (outcome.kind === 'out-of-range') throw outOfRange(counted, field, outcome.current, value - outcome.current);
-    return outcome.kind === 'applied';
+    const version = newVersion();
+    const outcome = await this.store.set({ shard, encodedId, counter: field.name, value, min, max, version, expected });
+    if (outcome.kind === 'applied' || outcome.kind === 'out-of-range') return outcome.kind;
+    return 'changed';
   }
 
   /**
@@ -177,6 +220,11 @@ function idempotencyKeyOf(options: CounterChangeOptions | undefined): string | u
   const surrogate = loneSurrogateAt(key);
   if (surrogate !== -1) throw new InvalidIdempotencyKeyError(MESSAGES.idempotencyKeyNotUnicode(surrogate));
   return key;
+}
+
+/** A counter's new version (set.lua.ts): random, so that no version a recount read ever comes back. */
+function newVersion(): string {
+  return randomBytes(8).toString('hex');
 }
 
 function outOfRange(entity: CountedEntity, field: CounterField, current: number, delta: number) {

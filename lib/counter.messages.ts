@@ -53,6 +53,11 @@ export const MESSAGES = {
   badSourceValue: (entity: string, counter: string, id: unknown, value: unknown) =>
     `The source of ${entity}.${counter} gave ${typeof value === 'string' ? `"${value}"` : String(value)} for id ` +
     `${String(id)}; a source must give safe integers.`,
+  invalidReconcileOption: (method: string, option: string, value: unknown, expected: string) =>
+    `CounterService.${method}() option "${option}" must be ${expected}; got ` +
+    `${typeof value === 'string' ? `"${value}"` : String(value)}.`,
+  invalidReconcileAfter: (method: string, entity: string, reason: string) =>
+    `CounterService.${method}() option "after" must be a ${entity} id: ${reason}`,
   recountProgress: (entity: string, counter: string, checked: number, corrected: number, cursor: unknown) =>
     `Recounting ${entity}.${counter}: ${checked} rows checked, ${corrected} corrected; ` +
     `resume after id ${String(cursor)}.`,

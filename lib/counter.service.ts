@@ -22,6 +22,7 @@ import { CounterDatabase } from './sql/counter.database.js';
 import { CounterValueHydrator } from './sql/counter-value.hydrator.js';
 import type { CounterInstruments } from './metrics/counter.instruments.js';
 import { CounterKeys } from './redis/counter.keys.js';
+import type { VersionedValue } from './redis/counter.store.js';
 import { FlushStore } from './redis/flush.store.js';
 
 /** The counters of entities: change them, read them live, overlay them, flush them. */
@@ -42,9 +43,13 @@ export class CounterService {
     database: CounterDatabase,
     private readonly hydrator: CounterValueHydrator,
   ) {
-    const counters = { live: this.liveValues.bind(this), replace: this.changes.replace.bind(this.changes) };
+    const counters = {
+      live: this.liveValues.bind(this),
+      versioned: this.versionedValues.bind(this),
+      replace: this.changes.replace.bind(this.changes),
+    };
     const rows = new CountedRowsQuery(dataSource, database.dialect);
-    this.reconciler = new CounterReconciler(counters, rows, dataSource.manager, this.logger);
+    this.reconciler = new CounterReconciler(counters, rows, dataSource, this.logger);
   }
 
   private readonly reconciler: CounterReconciler;
@@ -245,6 +250,20 @@ export class CounterService {
     );
     const index = counted.counters.indexOf(field);
     return values.map((row) => row?.[index]);
+  }
+
+  /** Live values with their versions (rows Redis lacks loaded first); undefined for a row missing from the database. */
+  private async versionedValues(
+    counted: CountedEntity,
+    field: CounterField,
+    ids: ReadonlyArray<string | number>,
+  ): Promise<Array<VersionedValue | undefined>> {
+    const values = await this.liveValues(counted, field, ids);
+    const loaded = ids.filter((_, index) => values[index] !== undefined);
+    const versioned = await this.changes.versioned(counted, field, loaded);
+    let at = 0;
+    // A row that expired since it was loaded has no version to expect: '' is none, so its set finds it changed.
+    return values.map((value) => (value === undefined ? undefined : (versioned[at++] ?? { value, version: '' })));
   }
 }
 

@@ -9,6 +9,7 @@ export * from './counter-store-unavailable.error.js';
 export * from './invalid-counter-definition.error.js';
 export * from './invalid-counter-delta.error.js';
 export * from './invalid-counter-id.error.js';
+export * from './invalid-counter-option.error.js';
 export * from './invalid-idempotency-key.error.js';
 export * from './unknown-counted-entity.error.js';
 export * from './unknown-counter.error.js';

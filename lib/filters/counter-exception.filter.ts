@@ -11,6 +11,7 @@ import { CounterError } from '../exceptions/counter.error.js';
 import { InvalidCounterDeltaError } from '../exceptions/invalid-counter-delta.error.js';
 import { InvalidIdempotencyKeyError } from '../exceptions/invalid-idempotency-key.error.js';
 import { InvalidCounterIdError } from '../exceptions/invalid-counter-id.error.js';
+import { InvalidCounterOptionError } from '../exceptions/invalid-counter-option.error.js';
 
 /** Seconds a client is told to wait (`Retry-After`) before it retries a change refused by an outage. */
 export const COUNTER_RETRY_AFTER_SECONDS = 5;
@@ -32,6 +33,7 @@ const STATUSES: Array<[ErrorClass, HttpStatus]> = [
   [InvalidCounterIdError, HttpStatus.BAD_REQUEST],
   [InvalidCounterDeltaError, HttpStatus.BAD_REQUEST],
   [InvalidIdempotencyKeyError, HttpStatus.BAD_REQUEST],
+  [InvalidCounterOptionError, HttpStatus.BAD_REQUEST],
   [CounterRowNotFoundError, HttpStatus.NOT_FOUND],
   [CounterOutOfRangeError, HttpStatus.CONFLICT],
   [CounterStoreUnavailableError, HttpStatus.SERVICE_UNAVAILABLE],
@@ -49,10 +51,10 @@ const REASONS: Partial<Record<HttpStatus, string>> = {
 };
 
 /**
- * Answers the counter module's errors over HTTP: 400 for an invalid id, delta or idempotency key, 404 for
- * a row that does not exist, 409 for a change that would leave the counter's range, 503 with
- * `Retry-After` while Redis or the database is unavailable. Anything else the module throws (an unknown
- * entity or counter name: a bug in the app) is a 500, logged with its stack. Register it with
+ * Answers the counter module's errors over HTTP: 400 for an invalid id, delta, idempotency key or option
+ * of recount or audit, 404 for a row that does not exist, 409 for a change that would leave the counter's
+ * range, 503 with `Retry-After` while Redis or the database is unavailable. Anything else the module
+ * throws (an unknown entity or counter name: a bug in the app) is a 500, logged with its stack. Register it with
  * `{ provide: APP_FILTER, useClass: CounterExceptionFilter }`, or
  * `app.useGlobalFilters(new CounterExceptionFilter(app.get(HttpAdapterHost)))`.
  * @publicApi

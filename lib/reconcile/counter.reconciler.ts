@@ -1,5 +1,5 @@
 import type { Logger } from '@nestjs/common';
-import type { EntityManager } from 'typeorm';
+import type { DataSource } from 'typeorm';
 import { chunks } from '../collections.js';
 import { MESSAGES } from '../counter.messages.js';
 import type { CountedEntity, CounterField } from '../counter.registry.js';
@@ -7,12 +7,16 @@ import { CounterConfigurationError } from '../exceptions/counter-configuration.e
 import type { CounterSource } from '../interfaces/counted-options.interface.js';
 import type { AuditOptions, AuditReport, RecountOptions, RecountReport } from '../interfaces/reconcile.interface.js';
 import { toRowId } from '../row-id.js';
+import type { VersionedValue } from '../redis/counter.store.js';
 import type { CountedRowsQuery } from '../sql/counted-rows.query.js';
+import { onPrimary } from '../sql/on-primary.js';
+import { auditScope, recountScope, type ReconcileScope } from './reconcile-options.js';
 
-/** Rows read from the source and compared per step, unless the caller says otherwise. */
-const DEFAULT_BATCH_SIZE = 1000;
 /** Times a row that keeps changing is read and compared again before the recount leaves it (`skipped`). */
 const RECOUNT_ROUNDS = 3;
+
+/** What a compare-and-set of a counter did (see `ReconciledCounters.replace`). */
+export type ReplaceOutcome = 'applied' | 'changed' | 'out-of-range';
 
 /** What the reconciler needs of the service: live values (loading rows Redis lacks), and changes. */
 export interface ReconciledCounters {
@@ -22,55 +26,93 @@ export interface ReconciledCounters {
     field: CounterField,
     ids: ReadonlyArray<string | number>,
   ): Promise<Array<number | undefined>>;
-  /** Sets the counter to `value` only while its live value is `expected`; false when it moved. */
+  /** Per id, the counter's live value and version, read at once; undefined for a row missing from the database. */
+  versioned(
+    entity: CountedEntity,
+    field: CounterField,
+    ids: ReadonlyArray<string | number>,
+  ): Promise<Array<VersionedValue | undefined>>;
+  /**
+   * Sets the counter to `value` only while its live value and version are `expected`: 'changed' when
+   * either moved, 'out-of-range' when the value is outside the counter's bounds (nothing written either way).
+   */
   replace(
     entity: CountedEntity,
     field: CounterField,
     id: string | number,
-    expected: number,
+    expected: VersionedValue,
     value: number,
-  ): Promise<boolean>;
+  ): Promise<ReplaceOutcome>;
 }
+
+/** A source value that is not a safe integer: the number, or the text of anything else. */
+interface Unusable {
+  given: number | string;
+}
+
+/** A row whose live value differs from its source's, or whose source value is unusable. */
+interface Difference {
+  id: string | number;
+  live: VersionedValue;
+  source: number | Unusable;
+}
+
+/** Reads the live values of rows (with their versions; '' where the caller sets nothing). */
+type LiveRead = (ids: Array<string | number>) => Promise<Array<VersionedValue | undefined>>;
 
 /**
  * Compares counters with their declared source (`@Counted({ source })`) and corrects those that differ.
- * A step reads the source for a batch of rows, then their live values, and sets each counter that differs
- * to its source value only if its live value is still the one read: a row changed since (a change, or
- * another recount) is read and compared again, so a change made after the reads is never undone or
- * counted twice. What is left: a source row committed before the source read and counted after the live
- * read is counted twice; one committed after the source read and counted before the live read is missed.
+ * A step reads the source for a batch of rows, then their live values with their versions, and sets each
+ * counter that differs to its source value only if its live value and version are still the ones read: a
+ * row changed since (a change, or another recount's correction, which alone moves the version) is read
+ * and compared again, so a change made after the reads is never undone or counted twice, nor a
+ * correction made twice. What is left: a source row committed before the source read and counted after
+ * the live read is counted twice; one committed after the source read and counted before the live read
+ * is missed.
  * That window, the commit-to-increment delay plus the gap between the two reads, is named in
- * docs/DESIGN.md (G9).
+ * docs/DESIGN.md (G9). A source value the counter cannot take is reported (`refused`), and the walk goes on.
  */
 export class CounterReconciler {
   constructor(
     private readonly counters: ReconciledCounters,
     private readonly rows: CountedRowsQuery,
-    private readonly manager: EntityManager,
+    private readonly dataSource: DataSource,
     private readonly logger: Logger,
   ) {}
 
-  async recount(entity: CountedEntity, field: CounterField, options: RecountOptions = {}): Promise<RecountReport> {
+  async recount(entity: CountedEntity, field: CounterField, options?: RecountOptions): Promise<RecountReport> {
+    const scope = recountScope(entity, options);
     const source = sourceOf(entity, field);
-    const report: RecountReport = { checked: 0, corrected: [], skipped: [], cursor: null };
-    for await (const ids of this.batches(entity, options, report)) {
+    const report: RecountReport = { checked: 0, corrected: [], skipped: [], refused: [], cursor: null };
+    for await (const ids of this.batches(entity, scope, report)) {
       let pending = ids;
       for (let round = 1; pending.length > 0; round++) {
-        const { checked, drifted } = await this.compare(entity, field, source, pending);
+        const { checked, differences } = await this.compare(entity, source, pending, (ids) =>
+          this.counters.versioned(entity, field, ids),
+        );
         if (round === 1) report.checked += checked;
+        const settable: Array<{ id: string | number; live: VersionedValue; source: number }> = [];
+        for (const { id, live, source: value } of differences) {
+          if (typeof value !== 'number') report.refused.push({ id, source: value.given, reason: 'not-a-safe-integer' });
+          else if (value < field.min || value > field.max)
+            report.refused.push({ id, source: value, reason: 'out-of-range' });
+          else settable.push({ id, live, source: value });
+        }
         if (round > RECOUNT_ROUNDS) {
-          report.skipped.push(...drifted.map((drift) => drift.id));
+          report.skipped.push(...settable.map((drift) => drift.id));
           break;
         }
-        const replaced = await Promise.all(
-          drifted.map(({ id, live, source: value }) => this.counters.replace(entity, field, id, live, value)),
+        const outcomes = await Promise.all(
+          settable.map(({ id, live, source: value }) => this.counters.replace(entity, field, id, live, value)),
         );
-        drifted.forEach(({ id, live, source: value }, index) => {
-          if (replaced[index]) report.corrected.push({ id, was: live, now: value });
+        pending = [];
+        settable.forEach(({ id, live, source: value }, index) => {
+          if (outcomes[index] === 'applied') report.corrected.push({ id, was: live.value, now: value });
+          else if (outcomes[index] === 'changed') pending.push(id);
+          else report.refused.push({ id, source: value, reason: 'out-of-range' });
         });
-        pending = drifted.filter((_, index) => !replaced[index]).map((drift) => drift.id);
       }
-      if (options.ids === undefined) {
+      if (scope.ids === undefined) {
         const { checked, corrected } = report;
         this.logger.log(MESSAGES.recountProgress(entity.name, field.name, checked, corrected.length, ids.at(-1)));
       }
@@ -78,48 +120,61 @@ export class CounterReconciler {
     return report;
   }
 
-  async audit(entity: CountedEntity, field: CounterField, options: AuditOptions = {}): Promise<AuditReport> {
+  async audit(entity: CountedEntity, field: CounterField, options?: AuditOptions): Promise<AuditReport> {
+    const scope = auditScope(entity, options);
     const source = sourceOf(entity, field);
     const report: AuditReport = { checked: 0, drifted: [] };
     const batches =
-      options.sample === undefined
-        ? this.batches(entity, { ids: options.ids, batchSize: options.batchSize }, { cursor: null })
-        : this.once(await this.rows.sample(entity, options.sample));
+      scope.sample === undefined
+        ? this.batches(entity, scope, { cursor: null })
+        : chunks(await this.rows.sample(entity, scope.sample), scope.batchSize);
     for await (const ids of batches) {
-      const { checked, drifted } = await this.compare(entity, field, source, ids);
+      const { checked, differences } = await this.compare(entity, source, ids, async (rows) =>
+        (await this.counters.live(entity, field, rows)).map((value) =>
+          value === undefined ? undefined : { value, version: '' },
+        ),
+      );
       report.checked += checked;
-      report.drifted.push(...drifted);
+      for (const { id, live, source: value } of differences) {
+        // An audit reports numbers: a source that gives something else is the app's to fix.
+        if (typeof value !== 'number') {
+          throw new CounterConfigurationError(MESSAGES.badSourceValue(entity.name, field.name, id, value.given));
+        }
+        report.drifted.push({ id, live: live.value, source: value });
+      }
     }
     return report;
   }
 
-  /** Reads the source of the rows, then their live values: the rows that exist, and those that differ. */
+  /** Reads the source of the rows, then their live values: how many exist, and those that differ. */
   private async compare(
     entity: CountedEntity,
-    field: CounterField,
     source: CounterSource,
     ids: Array<string | number>,
-  ): Promise<AuditReport> {
-    const truth = await this.sourceValues(entity, field, source, ids);
-    const live = await this.counters.live(entity, field, ids);
-    const report: AuditReport = { checked: 0, drifted: [] };
+    readLive: LiveRead,
+  ): Promise<{ checked: number; differences: Difference[] }> {
+    const truth = await this.sourceValues(entity, source, ids);
+    const live = await readLive(ids);
+    let checked = 0;
+    const differences: Difference[] = [];
     ids.forEach((id, index) => {
       const value = live[index];
       if (value === undefined) return;
-      report.checked++;
-      if (value !== truth(id)) report.drifted.push({ id, live: value, source: truth(id) });
+      checked++;
+      const given = truth(id);
+      if (value.value !== given) differences.push({ id, live: value, source: given });
     });
-    return report;
+    return { checked, differences };
   }
 
   /** The ids given, in batches; else the table's, walked in key order up to `limit` (noting where it stopped). */
   private async *batches(
     entity: CountedEntity,
-    { ids, batchSize = DEFAULT_BATCH_SIZE, after, limit = Number.POSITIVE_INFINITY }: RecountOptions,
+    { ids, batchSize, after, limit }: ReconcileScope,
     report: Pick<RecountReport, 'cursor'>,
   ): AsyncGenerator<Array<string | number>> {
     if (ids !== undefined) {
-      yield* chunks([...ids], batchSize);
+      yield* chunks(ids, batchSize);
       return;
     }
     let cursor = after;
@@ -134,24 +189,25 @@ export class CounterReconciler {
     report.cursor = cursor ?? null;
   }
 
-  private async *once(ids: Array<string | number>): AsyncGenerator<Array<string | number>> {
-    if (ids.length > 0) yield ids;
-  }
-
-  /** The source's value of each id (0 for an id it leaves out), checked to be safe integers. */
+  /**
+   * The source's value of each id (0 for an id it leaves out): a safe integer, or the text of a value
+   * that is not one.
+   */
   private async sourceValues(
     entity: CountedEntity,
-    field: CounterField,
     source: CounterSource,
     ids: Array<string | number>,
-  ): Promise<(id: string | number) => number> {
-    const values = new Map<string, number>();
-    for (const [id, value] of await source(ids, this.manager)) {
+  ): Promise<(id: string | number) => number | Unusable> {
+    const values = new Map<string, number | Unusable>();
+    // The source's manager reads the primary: a replica behind it would undo the changes it has not seen.
+    const pairs = await onPrimary(this.dataSource, (manager) => source(ids, manager));
+    for (const [id, value] of pairs) {
       const number = Number(value);
-      if (!Number.isSafeInteger(number)) {
-        throw new CounterConfigurationError(MESSAGES.badSourceValue(entity.name, field.name, id, value));
-      }
-      values.set(toRowId(entity, id).text, number);
+      const usable = Number.isSafeInteger(number) && (typeof value !== 'string' || value.trim() !== '');
+      values.set(
+        toRowId(entity, id).text,
+        usable ? number : { given: typeof value === 'number' ? value : String(value) },
+      );
     }
     return (id) => values.get(toRowId(entity, id).text) ?? 0;
   }

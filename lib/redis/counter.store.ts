@@ -26,10 +26,26 @@ export interface ShardSeedRequest extends ShardRowsRequest {
 /** Per row: its live values, or null when it could not be loaded yet. Null for all: the generation moved. */
 export type ShardSeedResult = (number[] | null)[] | null;
 
-/** A counter of a row to set to `value` (see set.lua.ts), if given only while its live value is `expected`. */
+/** A counter's live value and its version (see versioned-read.lua.ts): what a compare-and-set expects. */
+export interface VersionedValue {
+  value: number;
+  version: string;
+}
+
+/**
+ * A counter of a row to set to `value` (see set.lua.ts), if `expected` is given only while its live
+ * value and version are those. `version` is the counter's new version, kept when the value changes.
+ */
 export interface SetRequest extends Omit<IncrementRequest, 'delta'> {
   value: number;
-  expected?: number;
+  version: string;
+  expected?: VersionedValue;
+}
+
+/** One counter of rows of a shard, to read with its version. */
+export interface VersionedReadRequest {
+  shard: ShardKeys;
+  encodedIds: string[];
 }
 
 /** As an increment's (an applied set gives the live value it replaced), or the live value not the one expected. */
@@ -61,7 +77,7 @@ export class CounterStore {
   }
 
   /** Sets one counter of one row (see set.lua.ts). */
-  async set({ shard, encodedId, counter, value, min, max, expected }: SetRequest): Promise<SetOutcome> {
+  async set({ shard, encodedId, counter, value, min, max, version, expected }: SetRequest): Promise<SetOutcome> {
     const keys = [shard.row(encodedId), shard.pending, shard.dirty, shard.generation];
     const reply = (await this.runner.callOnShard(shard, (target, done) =>
       target.nestjsCounterSet(
@@ -73,7 +89,8 @@ export class CounterStore {
         value,
         min,
         max,
-        ...(expected === undefined ? [] : [expected]),
+        version,
+        ...(expected === undefined ? [] : [expected.value, expected.version]),
         done,
       ),
     )) as [number, string | number];
@@ -82,6 +99,34 @@ export class CounterStore {
     if (kind === 2) return { kind: 'out-of-range', current: Number(result) };
     if (kind === 3) return { kind: 'changed', current: Number(result) };
     return { kind: 'applied', value: Number(result) };
+  }
+
+  /**
+   * One counter of rows grouped by shard, each with its version (see versioned-read.lua.ts); a loaded
+   * row without one gets `newVersion`. Per request, per row: null when the row is not loaded.
+   */
+  async readVersioned(
+    requests: VersionedReadRequest[],
+    counter: string,
+    newVersion: string,
+  ): Promise<Array<Array<VersionedValue | null>>> {
+    const calls = this.runner.rowCallsBySlot(requests);
+    const replies = await this.runner.runPerCall(requests, calls, (target, indexes) => {
+      const keys = indexes.flatMap((index) => requests[index].encodedIds.map((id) => requests[index].shard.row(id)));
+      return target.nestjsCounterVersionedRead(keys.length, ...keys, counter, newVersion);
+    });
+    const results: Array<Array<VersionedValue | null>> = new Array(requests.length);
+    calls.forEach((indexes, call) => {
+      const flat = replies[call] as string[];
+      let at = 0;
+      for (const index of indexes) {
+        results[index] = requests[index].encodedIds.map(() => {
+          const [value, version] = [flat[at++], flat[at++]];
+          return value === '' ? null : { value: Number(value), version };
+        });
+      }
+    });
+    return results;
   }
 
   /** Live values of rows grouped by shard (see read.lua.ts). */

@@ -11,6 +11,7 @@ import { RENEW_LUA } from './scripts/renew.lua.js';
 import { SEED_LUA } from './scripts/seed.lua.js';
 import { SET_LUA } from './scripts/set.lua.js';
 import { STATUS_LUA } from './scripts/status.lua.js';
+import { VERSIONED_READ_LUA } from './scripts/versioned-read.lua.js';
 
 export type Arg = string | number;
 
@@ -23,6 +24,7 @@ export const COUNTER_SCRIPTS = {
   nestjsCounterRead: READ_LUA,
   nestjsCounterSeed: SEED_LUA,
   nestjsCounterSet: SET_LUA,
+  nestjsCounterVersionedRead: VERSIONED_READ_LUA,
   nestjsCounterClaim: CLAIM_LUA,
   nestjsCounterAck: ACK_LUA,
   nestjsCounterForget: FORGET_LUA,

@@ -10,6 +10,7 @@ import type { ResolvedCounterOptions } from '../interfaces/counter-module-option
 import { quotedTablePath, type CounterDialect, type DeltaRows } from './counter-dialect.js';
 import { CounterLedger } from './counter.ledger.js';
 import { dialectFor } from './dialect-for.js';
+import { onPrimary } from './on-primary.js';
 import { groupBy } from '../collections.js';
 import { compareIds, mergeBatches } from './merge-batches.js';
 
@@ -142,23 +143,27 @@ export class CounterDatabase {
     entity: CountedEntity,
     ids: Array<string | number>,
   ): Promise<Map<string, Record<string, unknown>>> {
-    const repository = this.dataSource.getRepository(entity.target);
     const select = Object.fromEntries(
       [entity.primary.propertyName, ...entity.counters.map((counter) => counter.propertyName)].map((p) => [p, true]),
     );
     const found = new Map<string, Record<string, unknown>>();
-    for (let start = 0; start < ids.length; start += READ_CHUNK) {
-      const rows = await repository.find({
-        select,
-        where: { [entity.primary.propertyName]: In(ids.slice(start, start + READ_CHUNK)) },
-        loadEagerRelations: false,
-        withDeleted: true,
-      });
-      for (const row of rows as Record<string, unknown>[]) {
-        const id = String(row[entity.primary.propertyName]);
-        found.set(entity.uuidId ? id.toLowerCase() : id, row);
+    // A replica behind the primary would miss batches already acknowledged in Redis: the row would be
+    // loaded without them and never get them back.
+    await onPrimary(this.dataSource, async (manager) => {
+      const repository = manager.getRepository(entity.target);
+      for (let start = 0; start < ids.length; start += READ_CHUNK) {
+        const rows = await repository.find({
+          select,
+          where: { [entity.primary.propertyName]: In(ids.slice(start, start + READ_CHUNK)) },
+          loadEagerRelations: false,
+          withDeleted: true,
+        });
+        for (const row of rows as Record<string, unknown>[]) {
+          const id = String(row[entity.primary.propertyName]);
+          found.set(entity.uuidId ? id.toLowerCase() : id, row);
+        }
       }
-    }
+    });
     return found;
   }
 

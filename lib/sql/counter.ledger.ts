@@ -1,6 +1,7 @@
 import type { DataSource, QueryRunner } from 'typeorm';
 import type { CounterDialect } from './counter-dialect.js';
 import { quotedTablePath } from './counter-dialect.js';
+import { onPrimary } from './on-primary.js';
 import { CounterLedgerEntry } from './counter-ledger.entity.js';
 import type { DeltaBatch } from './counter.database.js';
 
@@ -43,10 +44,13 @@ export class CounterLedger {
     }
   }
 
+  /** Whether the batch was committed: asked of the primary, since a replica behind it would say no. */
   async has(batchId: string): Promise<boolean> {
-    const rows: unknown[] = await this.dataSource.query(
-      `SELECT 1 AS found FROM ${this.table()} WHERE ${this.column('batchId')} = ${this.dialect.placeholder(1)}`,
-      [batchId],
+    const rows: unknown[] = await onPrimary(this.dataSource, (manager) =>
+      manager.query(
+        `SELECT 1 AS found FROM ${this.table()} WHERE ${this.column('batchId')} = ${this.dialect.placeholder(1)}`,
+        [batchId],
+      ),
     );
     return rows.length > 0;
   }

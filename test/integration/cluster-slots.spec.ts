@@ -8,7 +8,8 @@ import { CounterDatabase } from '../../lib/sql/counter.database.js';
 import { tapClusterNodes, tapCommands, type SentCommand } from '../support/command-tap.js';
 import { startCounterApp, type CounterApp } from '../support/counter-app.js';
 import { createTestDatabase, DATABASES, type TestDatabase } from '../support/databases.js';
-import { Article, ArticleBeforeViewCount, Remark } from '../fixtures/entities.js';
+import { Article, ArticleBeforeViewCount, ENTITIES, Remark } from '../fixtures/entities.js';
+import { Reply, SOURCED_ENTITIES, Topic } from '../fixtures/sourced-entities.js';
 import { deleteKeys, masters, uniquePrefix } from '../support/redis.js';
 import { articleCounts, insertArticles, insertRemarks, remarkCounts, spreadIds } from '../support/rows.js';
 import { claimedBatchId, claimedIds, replicasAwaited, scriptArguments, scriptsBySha } from '../support/script-calls.js';
@@ -258,6 +259,22 @@ describe.runIf(TOPOLOGIES.includes('cluster'))('hash slots of every command on a
     const netZero = await flush();
     expect([netZero.batches, netZero.rows]).toEqual([0, 0]);
     expect((await counters.status()).pendingRows).toBe(0);
+
+    // A recount: live values read with their versions, then the one that differs set to its source.
+    const topics = await dataSource.getRepository(Topic).save([
+      { replyCount: 4, viewCount: 0 },
+      { replyCount: 0, viewCount: 0 },
+    ]);
+    const topicIds = topics.map((topic) => topic.id);
+    await dataSource.getRepository(Reply).insert({ topicId: topicIds[0] });
+    expect(await counters.recount(Topic, 'reply_count', { ids: topicIds })).toEqual({
+      checked: 2,
+      corrected: [{ id: topicIds[0], was: 4, now: 1 }],
+      skipped: [],
+      refused: [],
+      cursor: null,
+    });
+    expect((await flush()).rows).toBe(1);
   }
 
   beforeAll(async () => {
@@ -275,6 +292,7 @@ describe.runIf(TOPOLOGIES.includes('cluster'))('hash slots of every command on a
       database: database.options,
       keyPrefix: prefix,
       redis: client,
+      entities: [...ENTITIES, ...SOURCED_ENTITIES],
       counter: {
         shards: SHARDS,
         flushBatchSize: BATCH_SIZE,
@@ -380,8 +398,8 @@ describe.runIf(TOPOLOGIES.includes('cluster'))('hash slots of every command on a
     // Every claimed row was in a claim's reply: the first flush's, the crashed flush's, the crashed
     // batch's again when recovered, the row whose transaction outlasted the lease, the row whose
     // transaction failed and again when recovered, the deleted row's (which its ack also names as
-    // missing), and the row the older instance claimed and then this one.
-    expect(claimedRows).toBe(ARTICLES + REMARKS + CRASHED_ARTICLES + crashedRows + 1 + 2 + 1 + 2);
+    // missing), the row the older instance claimed and then this one, and the recounted row.
+    expect(claimedRows).toBe(ARTICLES + REMARKS + CRASHED_ARTICLES + crashedRows + 1 + 2 + 1 + 2 + 1);
     expect(missingIds).toBe(1);
     // What the scripts ran inside Redis: every library script, each command over declared keys only.
     const audited = (await audit.seen(redis)).filter(({ declared }) =>

@@ -1,9 +1,15 @@
-import { ConsoleLogger, type INestApplication } from '@nestjs/common';
+import { Body, ConsoleLogger, Controller, Post, type INestApplication } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CounterExceptionFilter, CounterLedgerEntry, CounterModule } from '../../lib/index.js';
+import {
+  CounterExceptionFilter,
+  CounterLedgerEntry,
+  CounterModule,
+  CounterService,
+  type RecountOptions,
+} from '../../lib/index.js';
 import { ArticleLikesController } from '../fixtures/article-likes.controller.js';
 import { CounterChangesController } from '../fixtures/counter-changes.controller.js';
 import { Article, ENTITIES, Remark } from '../fixtures/entities.js';
@@ -64,6 +70,17 @@ function randomIntegerText(random: () => number): string {
 
 /** Whether a string survives UTF-8 (no lone surrogate): what the library must check before sending it anywhere. */
 const isWellFormed = (text: string) => Buffer.from(text, 'utf8').toString('utf8') === text;
+
+/** A recount whose options come from the request body, as an admin route takes them. */
+@Controller('articles')
+class ArticleRecountController {
+  constructor(private readonly counters: CounterService) {}
+
+  @Post('recount')
+  recount(@Body() options: RecountOptions) {
+    return this.counters.recount(Article, 'like_count', options);
+  }
+}
 
 /** Log lines at ERROR, which a bad request must never cause. */
 class RecordingLogger extends ConsoleLogger {
@@ -272,6 +289,19 @@ describe.each(DATABASES)('CounterExceptionFilter over HTTP on %s', (databaseName
     expect(await storedArticles()).toEqual(databaseBefore);
   });
 
+  it('answers an invalid option of recount with 400, before anything is read', async () => {
+    await expectRefused((http) => http.post('/articles/recount').send({ batchSize: 0 }), 400, {
+      error: 'Bad Request',
+      code: 'InvalidCounterOptionError',
+      message: 'CounterService.recount() option "batchSize" must be a positive safe integer; got 0.',
+    });
+    await expectRefused((http) => http.post('/articles/recount').send({ ids: '12' }), 400, {
+      error: 'Bad Request',
+      code: 'InvalidCounterOptionError',
+      message: 'CounterService.recount() option "ids" must be an array of ids; got "12".',
+    });
+  });
+
   it('answers a row that does not exist with 404', async () => {
     await expectRefused((http) => http.post('/articles/424242/like'), 404, {
       error: 'Not Found',
@@ -357,7 +387,7 @@ function startApp(harness: NestHarness, database: TestDatabase, redis: string, k
     database: database.options,
     entities: [...ENTITIES, CounterLedgerEntry],
     imports: [CounterModule.forRoot({ redis, keyPrefix, shards: 8, flushEnabled: false, databaseTimeoutMs: 3000 })],
-    controllers: [ArticleLikesController, CounterChangesController],
+    controllers: [ArticleLikesController, CounterChangesController, ArticleRecountController],
     providers: [{ provide: APP_FILTER, useClass: CounterExceptionFilter }],
   });
 }

@@ -264,6 +264,7 @@ describe.each(DATABASES)('the sample app on %s', (databaseName) => {
       checked: 1,
       corrected: [{ id: 3, was: live, now: source }],
       skipped: [],
+      refused: [],
       cursor: null,
     });
     await request(http).post('/admin/counters/nothing/like_count/audit').set(admin).expect(404);

@@ -5,11 +5,14 @@ import {
   CounterConfigurationError,
   CounterOutOfRangeError,
   InvalidCounterDeltaError,
+  InvalidCounterIdError,
+  InvalidCounterOptionError,
   type CounterService,
 } from '../../lib/index.js';
 import { DataLossRepairer } from '../../lib/reconcile/data-loss.repairer.js';
+import { CounterStore } from '../../lib/redis/counter.store.js';
 import { CounterDatabase } from '../../lib/sql/counter.database.js';
-import { Reply, SOURCED_ENTITIES, Topic } from '../fixtures/sourced-entities.js';
+import { Reply, replySource, SOURCED_ENTITIES, Topic } from '../fixtures/sourced-entities.js';
 import type { CounterApp } from '../support/counter-app.js';
 import { useCounterSuite } from '../support/counter-suite.js';
 import { deleteKeys, snapshot } from '../support/redis.js';
@@ -157,6 +160,7 @@ describe.each(TARGETS)('recount and audit on %s, %s', (database, topology) => {
         { id: ids[3], was: 2, now: 1 },
       ],
       skipped: [],
+      refused: [],
       cursor: null,
     });
     expect(progress.mock.calls.map(([message]) => message)).toEqual([
@@ -178,12 +182,14 @@ describe.each(TARGETS)('recount and audit on %s, %s', (database, topology) => {
       checked: 2,
       corrected: [{ id: ids[1], was: 50, now: 5 }],
       skipped: [],
+      refused: [],
       cursor: ids[1],
     });
     expect(await counters.recount(Topic, 'reply_count', { after: ids[1] })).toEqual({
       checked: 2,
       corrected: [{ id: ids[3], was: 70, now: 1 }],
       skipped: [],
+      refused: [],
       cursor: null,
     });
     await counters.set(Topic, ids[2], 'reply_count', 4);
@@ -191,6 +197,7 @@ describe.each(TARGETS)('recount and audit on %s, %s', (database, topology) => {
       checked: 1,
       corrected: [{ id: ids[2], was: 4, now: 0 }],
       skipped: [],
+      refused: [],
       cursor: null,
     });
     expect((await counters.flush()).error).toBeUndefined();
@@ -218,12 +225,183 @@ describe.each(TARGETS)('recount and audit on %s, %s', (database, topology) => {
     expect(await stored(suite.counter, ids)).toEqual([3, 5, 0, 1]);
   });
 
+  // The recounts take milliseconds; a hold that is never reached must fail, not wait for the suite's timeout.
+  it(
+    'corrects a row once when the changes between two recounts undo the first correction',
+    { timeout: 10_000 },
+    async () => {
+      const { counters, app, dataSource } = suite.counter;
+      const [id] = await insertTopics(suite.counter, [{ stored: 10, replies: 3 }]);
+      expect(await counters.get(Topic, id, 'reply_count')).toBe(10);
+      // The first recount to reach its correction waits there, having read source 3 and live 10.
+      const store = app.get(CounterStore);
+      const set = store.set.bind(store);
+      let reached!: () => void;
+      let release!: () => void;
+      const atCorrection = new Promise<void>((resolve) => (reached = resolve));
+      const released = new Promise<void>((resolve) => (release = resolve));
+      let first = true;
+      vi.spyOn(store, 'set').mockImplementation(async (...args) => {
+        if (first) {
+          first = false;
+          reached();
+          await released;
+        }
+        return set(...args);
+      });
+      const held = counters.recount(Topic, 'reply_count', { ids: [id] });
+      await atCorrection;
+      expect(await counters.recount(Topic, 'reply_count', { ids: [id] })).toEqual({
+        checked: 1,
+        corrected: [{ id, was: 10, now: 3 }],
+        skipped: [],
+        refused: [],
+        cursor: null,
+      });
+      // Seven replies are inserted and counted: the live value is 10 again, and so is the source.
+      await dataSource.getRepository(Reply).insert(Array.from({ length: 7 }, () => ({ topicId: id })));
+      expect(await counters.increment(Topic, id, 'reply_count', 7)).toBe(10);
+      release();
+      // The held recount's read is stale: it reads again and finds nothing to correct.
+      expect(await held).toEqual({ checked: 1, corrected: [], skipped: [], refused: [], cursor: null });
+      expect(await live(counters, [id])).toEqual([10]);
+      expect((await counters.flush()).error).toBeUndefined();
+      expect(await stored(suite.counter, [id])).toEqual([10]);
+    },
+  );
+
   it('refuses a counter without a source, naming the fix', async () => {
     const { counters } = suite.counter;
     const message =
       "Topic.view_count declares no source, so it cannot be recounted or audited: give it one with @Counted('view_count', { source: (ids, manager) => … }).";
     await expect(counters.recount(Topic, 'view_count')).rejects.toThrow(new CounterConfigurationError(message));
     await expect(counters.audit(Topic, 'view_count')).rejects.toThrow(new CounterConfigurationError(message));
+  });
+});
+
+/** The refusal of an option of recount or audit: a 400-class error naming the option. */
+function refusal(option: string, message: string) {
+  return expect.objectContaining({ name: 'InvalidCounterOptionError', option, message });
+}
+
+// G6 for recount and audit: their options and ids are refused whole, before any query or source call;
+// a source value the counter cannot take is reported, and the walk goes on.
+describe.each(DATABASES)('recount and audit options on %s', (database) => {
+  const suite = useCounterSuite(database, 'recount-options', undefined, 1, SOURCED_ENTITIES);
+
+  // Refused at once: a few milliseconds. f978680 looped forever on ids with batchSize 0 or -1 (the last
+  // two checks), so the test must fail on its timeout rather than hang the run.
+  it('refuses a batchSize, limit or sample that is not a positive safe integer', { timeout: 5_000 }, async () => {
+    const { counters } = suite.counter;
+    const ids = await insertTopics(suite.counter, [{ stored: 4, replies: 1 }]);
+    const source = vi.spyOn(replySource, 'count');
+    const expected = 'a positive safe integer';
+    for (const batchSize of [0, -1, 1.5, Number.NaN, '10' as unknown as number]) {
+      const got = typeof batchSize === 'string' ? `"${batchSize}"` : String(batchSize);
+      await expect(counters.recount(Topic, 'reply_count', { batchSize })).rejects.toEqual(
+        refusal('batchSize', `CounterService.recount() option "batchSize" must be ${expected}; got ${got}.`),
+      );
+      await expect(counters.audit(Topic, 'reply_count', { batchSize })).rejects.toEqual(
+        refusal('batchSize', `CounterService.audit() option "batchSize" must be ${expected}; got ${got}.`),
+      );
+    }
+    for (const limit of [0, -5, 2 ** 53]) {
+      await expect(counters.recount(Topic, 'reply_count', { limit })).rejects.toEqual(
+        refusal('limit', `CounterService.recount() option "limit" must be ${expected}; got ${limit}.`),
+      );
+    }
+    for (const sample of [-1, 0, 0.5]) {
+      await expect(counters.audit(Topic, 'reply_count', { sample })).rejects.toEqual(
+        refusal('sample', `CounterService.audit() option "sample" must be ${expected}; got ${sample}.`),
+      );
+    }
+    for (const batchSize of [0, -1]) {
+      await expect(counters.recount(Topic, 'reply_count', { ids, batchSize })).rejects.toEqual(
+        refusal('batchSize', `CounterService.recount() option "batchSize" must be ${expected}; got ${batchSize}.`),
+      );
+    }
+    // The package root exports the class, and the filter answers it with 400 (http-errors.spec).
+    await expect(counters.recount(Topic, 'reply_count', { limit: 0 })).rejects.toBeInstanceOf(
+      InvalidCounterOptionError,
+    );
+    expect(source).not.toHaveBeenCalled();
+    expect(await stored(suite.counter, ids)).toEqual([4]);
+  });
+
+  it('validates ids as increment does, before any query or source call', async () => {
+    const { counters } = suite.counter;
+    const source = vi.spyOn(replySource, 'count');
+    const before = await snapshot(suite.redis, suite.prefix);
+    for (const run of [
+      () => counters.recount(Topic, 'reply_count', { ids: [1, 'abc'] }),
+      () => counters.audit(Topic, 'reply_count', { ids: [1, 'abc'] }),
+    ]) {
+      await expect(run()).rejects.toThrow(new InvalidCounterIdError('Topic ids must be integers; got "abc".'));
+    }
+    // A string is not a list of ids: "12" was spread into rows 1 and 2.
+    await expect(counters.recount(Topic, 'reply_count', { ids: '12' as unknown as number[] })).rejects.toEqual(
+      refusal('ids', 'CounterService.recount() option "ids" must be an array of ids; got "12".'),
+    );
+    await expect(counters.audit(Topic, 'reply_count', { ids: '12' as unknown as number[] })).rejects.toEqual(
+      refusal('ids', 'CounterService.audit() option "ids" must be an array of ids; got "12".'),
+    );
+    await expect(counters.recount(Topic, 'reply_count', { after: 'abc' })).rejects.toEqual(
+      refusal(
+        'after',
+        'CounterService.recount() option "after" must be a Topic id: Topic ids must be integers; got "abc".',
+      ),
+    );
+    expect(source).not.toHaveBeenCalled();
+    expect(await snapshot(suite.redis, suite.prefix)).toEqual(before);
+  });
+
+  it('reads a sample from the source in batches of batchSize', async () => {
+    const { counters } = suite.counter;
+    await insertTopics(
+      suite.counter,
+      Array.from({ length: 4 }, () => ({ stored: 0, replies: 0 })),
+    );
+    expect((await counters.audit(Topic, 'reply_count')).checked).toBe(5);
+    const source = vi.spyOn(replySource, 'count');
+    // A sample larger than the table reads every row, never more than batchSize ids per source call.
+    expect((await counters.audit(Topic, 'reply_count', { sample: 70_000, batchSize: 2 })).checked).toBe(5);
+    expect(source.mock.calls.map(([ids]) => ids.length)).toEqual([2, 2, 1]);
+    source.mockClear();
+    expect((await counters.audit(Topic, 'reply_count', { sample: 3 })).checked).toBe(3);
+    expect(source.mock.calls.map(([ids]) => ids.length)).toEqual([3]);
+  });
+
+  it('reports a row whose source value the counter cannot take, and corrects the others', async () => {
+    const { counters } = suite.counter;
+    const ids = await insertTopics(suite.counter, [
+      { stored: 5, replies: 1 },
+      { stored: 5, replies: 2 },
+      { stored: 5, replies: 3 },
+      { stored: 5, replies: 4 },
+    ]);
+    const [belowMin, notInteger, unsafe, right] = ids;
+    const wrong = new Map<number, number | string>([
+      [belowMin, -1],
+      [notInteger, '2.5'],
+      [unsafe, 2 ** 53],
+    ]);
+    const count = replySource.count;
+    vi.spyOn(replySource, 'count').mockImplementation(async (asked, manager) =>
+      [...(await count(asked, manager))].map(([id, value]) => [id, wrong.get(Number(id)) ?? value] as const),
+    );
+    expect(await counters.recount(Topic, 'reply_count', { ids })).toEqual({
+      checked: 4,
+      corrected: [{ id: right, was: 5, now: 4 }],
+      skipped: [],
+      refused: [
+        { id: belowMin, source: -1, reason: 'out-of-range' },
+        { id: notInteger, source: '2.5', reason: 'not-a-safe-integer' },
+        { id: unsafe, source: 2 ** 53, reason: 'not-a-safe-integer' },
+      ],
+      cursor: null,
+    });
+    expect((await counters.flush()).error).toBeUndefined();
+    expect(await stored(suite.counter, ids)).toEqual([5, 5, 5, 4]);
   });
 });
 
