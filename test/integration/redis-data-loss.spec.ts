@@ -79,6 +79,27 @@ describe.each(DATABASES)('Redis data loss on %s', (databaseName) => {
     expect(await likes(ids)).toEqual([9, 12]);
   });
 
+  it('reports at bootstrap a loss that happened while no instance ran', async () => {
+    const keyPrefix = uniquePrefix('loss-while-down');
+    const options = { database: database.options, keyPrefix, redis, synchronize: false, counter: { shards: 4 } };
+    const before = await startCounterApp(options);
+    const [id] = await insertArticles(before.dataSource, [0]);
+    await before.counters.increment(Article, id, 'like_count', 2);
+    expect((await before.counters.flush()).error).toBeUndefined();
+    await before.close();
+    // Redis loses its data (a restart without persistence) while no instance runs.
+    await redis.flushdb();
+
+    const after = await startCounterApp(options);
+    try {
+      const loss = (await after.counters.status()).lastRedisDataLoss;
+      expect(loss?.entities).toEqual(['Article']);
+      expect(loss?.repair).toContain('Article');
+    } finally {
+      await after.close();
+    }
+  });
+
   it('never moves a database value backwards across repeated losses', async () => {
     const ids = await insertArticles(app.dataSource, [0, 0, 0, 0]);
     let previous = await likes(ids);
