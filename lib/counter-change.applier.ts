@@ -13,6 +13,7 @@ import type { EntityClass } from './interfaces/entity-class.interface.js';
 import type { CounterInstruments } from './metrics/counter.instruments.js';
 import { CounterKeys, type ShardKeys } from './redis/counter.keys.js';
 import { CounterStore } from './redis/counter.store.js';
+import { RefusedChanges } from './reconcile/refused-changes.js';
 import type { IncrementOutcome, IncrementRequest } from './redis/increment.batcher.js';
 import { toRowId, type RowId } from './row-id.js';
 
@@ -28,6 +29,7 @@ export class CounterChangeApplier {
     private readonly keys: CounterKeys,
     private readonly reader: CounterReader,
     @Inject(COUNTER_INSTRUMENTS) private readonly instruments: CounterInstruments,
+    private readonly refused: RefusedChanges,
   ) {}
 
   /**
@@ -60,6 +62,7 @@ export class CounterChangeApplier {
       return withOutcome ? { value: outcome.value, applied } : outcome.value;
     } catch (error) {
       this.instruments.changeFailed(entity, counter, error);
+      this.refused.remember(entity, id, counter, error);
       throw error;
     }
   }

@@ -112,7 +112,7 @@ export class CounterFlusher implements OnApplicationBootstrap {
       const backlog = await this.store.backlog(shards.map((work) => work.keys));
       const withWork = shards.filter((work, index) => {
         const { dirtyRows, batchRows, generation } = backlog[index];
-        if (generation !== null && checks[index]({ dataLost: false, generation })) run.shardLost(work.entity);
+        if (generation !== null && checks[index]({ dataLost: false, generation })) run.shardLost(work.entity, false);
         work.expectedRows = batchRows > 0 ? batchRows : Math.min(dirtyRows, this.database.flushBatchSize);
         return dirtyRows > 0 || batchRows > 0 || generation === null;
       });
@@ -157,7 +157,8 @@ export class CounterFlusher implements OnApplicationBootstrap {
       batchId: randomUUID(),
       limit: this.database.flushBatchSize,
     });
-    if (lostData(claim)) run.shardLost(work.entity);
+    // Only the claim that made the generation key again saw the loss happen (`dataLost`).
+    if (lostData(claim)) run.shardLost(work.entity, claim.dataLost);
     if (claim.kind === 'busy') {
       run.report.busyShards++;
       return undefined;
@@ -293,7 +294,7 @@ export class CounterFlusher implements OnApplicationBootstrap {
   /** Records the flush's outcome, prunes the ledger now and then, and reports. */
   private async finish(run: FlushRun): Promise<FlushReport> {
     const { report } = run;
-    if (run.lostShards > 0) this.record.redisDataLost(run.lostShards, [...run.lostEntities]);
+    if (run.lostShards > 0) this.record.redisDataLost(run.lostShards, [...run.lostEntities], [...run.keysMadeOf]);
     if (report.error) {
       this.record.flushFailed(report.error);
     } else {
