@@ -152,6 +152,10 @@ export const MESSAGES = {
   refusedRowsRecounted: (counter: string, checked: number, corrected: number) =>
     `Recounted ${counter} on ${checked} rows whose changes were refused while Redis was unreachable: ` +
     `${corrected} corrected from the source.`,
+  lossCheckFailed: (reason: string) =>
+    `Could not read the ledger to tell whether Redis lost data while no instance ran (${reason}); a loss ` +
+    `then goes unreported. If Redis restarted empty meanwhile, run CounterService.recount() for counters with a ` +
+    `source.`,
   databaseTimeout: (operation: string, timeoutMs: number) =>
     `The database did not answer within ${timeoutMs} ms (${operation}); counter changes stay in Redis and are ` +
     `written by a later flush.`,

@@ -17,6 +17,7 @@ import { FlushRecord } from './flush.record.js';
 import { FlushRun, type ShardWork } from './flush.run.js';
 import { LeaseKeeper } from './lease.keeper.js';
 import { RedisDataLossDetector } from './redis-data-loss.detector.js';
+import { shardsLostWhileDown } from './shards-lost-while-down.js';
 
 /** A shard's claimed batch on its way to the database. */
 interface ClaimedBatch extends ConvertedBatch {
@@ -60,14 +61,34 @@ export class CounterFlusher implements OnApplicationBootstrap {
     this.pipeline = new FlushPipeline(database.flushBatchSize, database.transactionsAtOnce);
   }
 
-  /** Marks the shards, so that a later loss of Redis data can be told from a first start. */
+  /**
+   * Marks the shards, so that a later loss of Redis data can be told from a first start, and reports a
+   * loss that happened while no instance ran (see `shardsLostWhileDown`).
+   */
   async onApplicationBootstrap(): Promise<void> {
-    const shards = this.allShards().map((work) => work.keys);
-    // With Redis down, the first flush that reaches it finds the shards instead.
-    await this.store.markShards(shards).then(
-      () => this.lossDetector.shardsInPlace(),
-      () => undefined,
-    );
+    const shards = this.allShards();
+    let made: boolean[];
+    try {
+      made = await this.store.markShards(shards.map((work) => work.keys));
+    } catch {
+      // With Redis down, the first flush that reaches it finds the shards instead.
+      return;
+    }
+    this.lossDetector.shardsInPlace();
+    const lost = await this.lostWhileDown(shards.filter((_, index) => made[index]));
+    if (lost.length === 0) return;
+    const entities = [...new Set(lost.map((work) => work.entity))];
+    this.record.redisDataLost(lost.length, entities, entities);
+    this.instruments.redisDataLost();
+  }
+
+  /** Of shards whose generation key was made before this instance saw them all, those that lost data. */
+  private async lostWhileDown(made: ShardWork[]): Promise<ShardWork[]> {
+    if (made.length === 0) return [];
+    return shardsLostWhileDown(this.database, made).catch((error: Error) => {
+      this.logger.warn(MESSAGES.lossCheckFailed(error.message));
+      return [];
+    });
   }
 
   flush(): Promise<FlushReport> {
@@ -159,6 +180,7 @@ export class CounterFlusher implements OnApplicationBootstrap {
     });
     // Only the claim that made the generation key again saw the loss happen (`dataLost`).
     if (lostData(claim)) run.shardLost(work.entity, claim.dataLost);
+    else if (claim.dataLost) run.keysMadeUnmarked.push(work);
     if (claim.kind === 'busy') {
       run.report.busyShards++;
       return undefined;
@@ -294,6 +316,7 @@ export class CounterFlusher implements OnApplicationBootstrap {
   /** Records the flush's outcome, prunes the ledger now and then, and reports. */
   private async finish(run: FlushRun): Promise<FlushReport> {
     const { report } = run;
+    for (const work of await this.lostWhileDown(run.keysMadeUnmarked)) run.shardLost(work.entity, true);
     if (run.lostShards > 0) this.record.redisDataLost(run.lostShards, [...run.lostEntities], [...run.keysMadeOf]);
     if (report.error) {
       this.record.flushFailed(report.error);

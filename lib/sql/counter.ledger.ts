@@ -51,6 +51,16 @@ export class CounterLedger {
     return rows.length > 0;
   }
 
+  /** The shards of `entityKey` with a batch in the ledger (pruned rows aside): shards that ever flushed. */
+  async flushedShards(entityKey: string): Promise<Set<number>> {
+    const rows: Array<{ shard: number | string }> = await this.dataSource.query(
+      `SELECT DISTINCT ${this.column('shard')} AS shard FROM ${this.table()} ` +
+        `WHERE ${this.column('entity')} = ${this.dialect.placeholder(1)}`,
+      [entityKey],
+    );
+    return new Set(rows.map((row) => Number(row.shard)));
+  }
+
   /** Deletes rows older than `retentionMs`. */
   async prune(retentionMs: number): Promise<void> {
     await this.dataSource.query(
