@@ -121,10 +121,14 @@ export class DataLossRepairer implements OnApplicationBootstrap, BeforeApplicati
       this.failures = 0;
     } catch (error) {
       if (error instanceof CounterStoreUnavailableError) this.refused.unreachable();
+      const firstFailure = this.failures === 0;
       next = Math.min(FIRST_RETRY_MS * 2 ** this.failures++, this.options.flushMaxBackoffMs);
-      if (!(error instanceof WalkStepError))
+      if (error instanceof WalkStepError) {
+        this.logger.warn(MESSAGES.repairRetrying(error.counter, error.checked, error.cause.message, next));
+      } else if (firstFailure) {
+        // Redis down with nothing to repair says so once: the flushes and the changes report the outage.
         this.logger.warn(MESSAGES.repairWaitFailed((error as Error).message, next));
-      else this.logger.warn(MESSAGES.repairRetrying(error.counter, error.checked, error.cause.message, next));
+      }
     }
     this.schedule(this.noticed.length > 0 ? 0 : next);
   }
