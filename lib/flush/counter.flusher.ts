@@ -1,5 +1,4 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
-import { randomUUID } from 'node:crypto';
 import { COUNTER_INSTRUMENTS, COUNTER_OPTIONS, COUNTER_TRACER } from '../counter.constants.js';
 import { MESSAGES } from '../counter.messages.js';
 import { CounterRegistry, type CountedEntity } from '../counter.registry.js';
@@ -11,6 +10,7 @@ import { FlushStore, type ClaimOutcome } from '../redis/flush.store.js';
 import { CounterDatabase } from '../sql/counter.database.js';
 import { flushAttributes, SPAN, transactionAttributes } from '../tracing/counter-span.attributes.js';
 import type { CounterTracer } from '../tracing/counter.tracer.js';
+import { BatchIds } from './batch-ids.js';
 import { toDeltaBatch, type ConvertedBatch } from './delta-batch.js';
 import { FlushPipeline } from './flush.pipeline.js';
 import { FlushRecord } from './flush.record.js';
@@ -46,6 +46,7 @@ export class CounterFlusher implements OnApplicationBootstrap {
   private readonly logger = new Logger('CounterFlush');
   private readonly pipeline: FlushPipeline;
   private readonly lossDetector = new RedisDataLossDetector();
+  private readonly batchIds: BatchIds;
   private lastPrunedAt = 0;
 
   constructor(
@@ -59,6 +60,7 @@ export class CounterFlusher implements OnApplicationBootstrap {
     @Inject(COUNTER_TRACER) private readonly tracer: CounterTracer,
   ) {
     this.pipeline = new FlushPipeline(database.flushBatchSize, database.transactionsAtOnce);
+    this.batchIds = new BatchIds(options.keyPrefix);
   }
 
   /**
@@ -82,13 +84,30 @@ export class CounterFlusher implements OnApplicationBootstrap {
     this.instruments.redisDataLost();
   }
 
-  /** Of shards whose generation key was made before this instance saw them all, those that lost data. */
+  /** Of shards whose generation key bootstrap made, those that lost their data while no instance ran. */
   private async lostWhileDown(made: ShardWork[]): Promise<ShardWork[]> {
     if (made.length === 0) return [];
-    return shardsLostWhileDown(this.database, made).catch((error: Error) => {
+    return shardsLostWhileDown(this.database, made, this.batchIds.deploymentTag).catch((error: Error) => {
       this.logger.warn(MESSAGES.lossCheckFailed(error.message));
       return [];
     });
+  }
+
+  /**
+   * Whether the ledger shows a shard flushed before this flush, whose claim made its generation key
+   * before this instance had seen every key in place (its bootstrap could not reach Redis): the key had
+   * been made then, so it was lost. Read once per entity and flush, before the flush writes any of it.
+   */
+  private async flushedBefore(run: FlushRun, work: ShardWork): Promise<boolean> {
+    let flushed = run.flushedShards.get(work.entity);
+    if (!flushed) {
+      flushed = this.database.flushedShards(work.entity, this.batchIds.deploymentTag).catch((error: Error) => {
+        this.logger.warn(MESSAGES.lossCheckFailed(error.message));
+        return new Set<number>();
+      });
+      run.flushedShards.set(work.entity, flushed);
+    }
+    return (await flushed).has(work.shard);
   }
 
   flush(): Promise<FlushReport> {
@@ -175,12 +194,12 @@ export class CounterFlusher implements OnApplicationBootstrap {
       numericIds: work.entity.numericId,
       token: run.token,
       leaseMs: this.options.flushLeaseMs,
-      batchId: randomUUID(),
+      batchId: this.batchIds.next(),
       limit: this.database.flushBatchSize,
     });
     // Only the claim that made the generation key again saw the loss happen (`dataLost`).
     if (lostData(claim)) run.shardLost(work.entity, claim.dataLost);
-    else if (claim.dataLost) run.keysMadeUnmarked.push(work);
+    else if (claim.dataLost && (await this.flushedBefore(run, work))) run.shardLost(work.entity, true);
     if (claim.kind === 'busy') {
       run.report.busyShards++;
       return undefined;
@@ -316,7 +335,6 @@ export class CounterFlusher implements OnApplicationBootstrap {
   /** Records the flush's outcome, prunes the ledger now and then, and reports. */
   private async finish(run: FlushRun): Promise<FlushReport> {
     const { report } = run;
-    for (const work of await this.lostWhileDown(run.keysMadeUnmarked)) run.shardLost(work.entity, true);
     if (run.lostShards > 0) this.record.redisDataLost(run.lostShards, [...run.lostEntities], [...run.keysMadeOf]);
     if (report.error) {
       this.record.flushFailed(report.error);

@@ -60,11 +60,8 @@ export class FlushRun {
   readonly lostEntities = new Set<CountedEntity>();
   /** The entities of lost shards whose generation key this flush made again (it saw the loss happen). */
   readonly keysMadeOf = new Set<CountedEntity>();
-  /**
-   * Shards whose generation key this flush made again before the instance had seen every shard's key in
-   * place (its bootstrap could not reach Redis): new shards, or shards that lost their data meanwhile.
-   */
-  readonly keysMadeUnmarked: ShardWork[] = [];
+  /** Per entity, the shards the ledger shows flushed, read before this flush wrote any (see the flusher). */
+  readonly flushedShards = new Map<CountedEntity, Promise<Set<number>>>();
   private readonly started = performance.now();
 
   shardLost(entity: CountedEntity, keyMade: boolean): void {
