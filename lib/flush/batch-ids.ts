@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 
 /**
  * Makes batch ids: UUIDs whose first 8 hex digits name the deployment (FNV-1a of its key prefix), so
- * that the ledger tells which shards of this deployment ever flushed (see `shardsLostWhileDown`), even
+ * that the ledger tells which shards of this deployment ever flushed (see ShardsLostWhileDown), even
  * where deployments with other key prefixes write to the same tables.
  */
 export class BatchIds {

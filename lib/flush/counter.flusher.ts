@@ -17,7 +17,7 @@ import { FlushRecord } from './flush.record.js';
 import { FlushRun, type ShardWork } from './flush.run.js';
 import { LeaseKeeper } from './lease.keeper.js';
 import { RedisDataLossDetector } from './redis-data-loss.detector.js';
-import { shardsLostWhileDown } from './shards-lost-while-down.js';
+import { ShardsLostWhileDown } from './shards-lost-while-down.js';
 
 /** A shard's claimed batch on its way to the database. */
 interface ClaimedBatch extends ConvertedBatch {
@@ -47,6 +47,7 @@ export class CounterFlusher implements OnApplicationBootstrap {
   private readonly pipeline: FlushPipeline;
   private readonly lossDetector = new RedisDataLossDetector();
   private readonly batchIds: BatchIds;
+  private readonly lostWhileDown: ShardsLostWhileDown;
   private lastPrunedAt = 0;
 
   constructor(
@@ -61,11 +62,12 @@ export class CounterFlusher implements OnApplicationBootstrap {
   ) {
     this.pipeline = new FlushPipeline(database.flushBatchSize, database.transactionsAtOnce);
     this.batchIds = new BatchIds(options.keyPrefix);
+    this.lostWhileDown = new ShardsLostWhileDown(database, this.batchIds.deploymentTag, this.logger);
   }
 
   /**
    * Marks the shards, so that a later loss of Redis data can be told from a first start, and reports a
-   * loss that happened while no instance ran (see `shardsLostWhileDown`).
+   * loss that happened while no instance ran (see ShardsLostWhileDown).
    */
   async onApplicationBootstrap(): Promise<void> {
     const shards = this.allShards();
@@ -77,37 +79,11 @@ export class CounterFlusher implements OnApplicationBootstrap {
       return;
     }
     this.lossDetector.shardsInPlace();
-    const lost = await this.lostWhileDown(shards.filter((_, index) => made[index]));
+    const lost = await this.lostWhileDown.among(shards.filter((_, index) => made[index]));
     if (lost.length === 0) return;
     const entities = [...new Set(lost.map((work) => work.entity))];
     this.record.redisDataLost(lost.length, entities, entities);
     this.instruments.redisDataLost();
-  }
-
-  /** Of shards whose generation key bootstrap made, those that lost their data while no instance ran. */
-  private async lostWhileDown(made: ShardWork[]): Promise<ShardWork[]> {
-    if (made.length === 0) return [];
-    return shardsLostWhileDown(this.database, made, this.batchIds.deploymentTag).catch((error: Error) => {
-      this.logger.warn(MESSAGES.lossCheckFailed(error.message));
-      return [];
-    });
-  }
-
-  /**
-   * Whether the ledger shows a shard flushed before this flush, whose claim made its generation key
-   * before this instance had seen every key in place (its bootstrap could not reach Redis): the key had
-   * been made then, so it was lost. Read once per entity and flush, before the flush writes any of it.
-   */
-  private async flushedBefore(run: FlushRun, work: ShardWork): Promise<boolean> {
-    let flushed = run.flushedShards.get(work.entity);
-    if (!flushed) {
-      flushed = this.database.flushedShards(work.entity, this.batchIds.deploymentTag).catch((error: Error) => {
-        this.logger.warn(MESSAGES.lossCheckFailed(error.message));
-        return new Set<number>();
-      });
-      run.flushedShards.set(work.entity, flushed);
-    }
-    return (await flushed).has(work.shard);
   }
 
   flush(): Promise<FlushReport> {
@@ -199,7 +175,7 @@ export class CounterFlusher implements OnApplicationBootstrap {
     });
     // Only the claim that made the generation key again saw the loss happen (`dataLost`).
     if (lostData(claim)) run.shardLost(work.entity, claim.dataLost);
-    else if (claim.dataLost && (await this.flushedBefore(run, work))) run.shardLost(work.entity, true);
+    else if (claim.dataLost && (await this.lostWhileDown.flushedBefore(run, work))) run.shardLost(work.entity, true);
     if (claim.kind === 'busy') {
       run.report.busyShards++;
       return undefined;
