@@ -1,13 +1,15 @@
 import { Logger } from '@nestjs/common';
+import { Redis } from 'ioredis';
 import { In } from 'typeorm';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi, type MockInstance } from 'vitest';
 import { CounterStoreUnavailableError } from '../../lib/index.js';
 import { DataLossRepairer } from '../../lib/reconcile/data-loss.repairer.js';
+import { CounterKeys } from '../../lib/redis/counter.keys.js';
 import { Reply, SOURCED_ENTITIES, Topic } from '../fixtures/sourced-entities.js';
 import { startCounterApp, type CounterApp } from '../support/counter-app.js';
 import { createTestDatabase, DATABASES, type TestDatabase } from '../support/databases.js';
 import { PrivateRedis } from '../support/private-redis.js';
-import { uniquePrefix } from '../support/redis.js';
+import { RESP2, uniquePrefix } from '../support/redis.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
 
 const TOPICS = 20;
@@ -267,6 +269,43 @@ describe.each(DATABASES)('one repair per loss, finished through outages, on %s',
     resume();
     await idle(a);
     expect(walksFinished()).toBe(1);
+  });
+
+  it('starts a walk under way over when another loss is noticed, and the first walk records nothing', async () => {
+    const keyPrefix = uniquePrefix('repair-again');
+    const a = await start(server.url, keyPrefix);
+    const ids = await topics(a, 6);
+    await loseData(a, ids);
+    let resume!: () => void;
+    const paused = new Promise<void>((resolve) => (resume = resolve));
+    opened.push({ close: async () => resume() });
+    const recount = a.counters.recount.bind(a.counters);
+    const steps = vi.spyOn(a.counters, 'recount').mockImplementationOnce(async (...args) => {
+      await paused;
+      return recount(...args);
+    });
+    await flushUntilClean(a);
+    while (steps.mock.calls.length === 0) await new Promise((resolve) => setTimeout(resolve, 20));
+
+    // While the first walk's step runs, one shard loses its data (as to eviction): a reply counted and
+    // not flushed is lost with it, and the claim that makes the shard's key again queues the walk anew.
+    await reply(a, [ids[0]], 1);
+    const keys = new CounterKeys(keyPrefix, 8);
+    const shard = keys.shard(a.dataSource.getMetadata(Topic).tablePath, keys.shardOf(String(ids[0])));
+    const direct = new Redis(server.url, RESP2);
+    await direct.del(shard.generation, shard.pending, shard.dirty, shard.row(String(ids[0])));
+    direct.disconnect();
+    await flushUntilClean(a);
+    resume();
+
+    await idle(a);
+    expect(steps.mock.calls.length).toBe(2);
+    expect(walksFinished()).toBe(1);
+    const truth = await sources(a, ids);
+    expect(truth).toEqual(ids.map((id) => (id === ids[0] ? 4 : 3)));
+    expect(await liveCounts(a, ids)).toEqual(truth);
+    expect((await a.counters.flush()).error).toBeUndefined();
+    expect(await storedCounts(a, ids)).toEqual(truth);
   });
 
   it('recounts, once Redis is back, the rows whose changes were refused while it was unreachable', async () => {
