@@ -51,6 +51,8 @@ export class DataLossRepairer implements OnApplicationBootstrap, BeforeApplicati
   private readonly token = randomUUID();
   /** Counters of losses noticed here, each list not yet queued in Redis. */
   private noticed: string[][] = [];
+  /** The last call queueing them (see `queueNoticed`). */
+  private queueing: Promise<void> = Promise.resolve();
   private timer?: NodeJS.Timeout;
   private turnRunning?: Promise<void>;
   private failures = 0;
@@ -102,7 +104,21 @@ export class DataLossRepairer implements OnApplicationBootstrap, BeforeApplicati
     );
     if (counters.length === 0) return;
     this.noticed.push(counters);
+    // At once, not after a step under way: that walk must learn it is to start over before it records.
+    this.queueNoticed().catch(() => undefined);
     if (!this.turnRunning) this.schedule(0);
+  }
+
+  /** Queues in Redis the losses noticed here, one call at a time; what fails waits for the next turn. */
+  private queueNoticed(): Promise<void> {
+    const queued = this.queueing.then(async () => {
+      while (this.noticed.length > 0) {
+        await this.store.enqueue(this.noticed[0], this.walkDelayMs, randomUUID());
+        this.noticed.shift();
+      }
+    });
+    this.queueing = queued.catch(() => undefined);
+    return queued;
   }
 
   private schedule(ms: number): void {
@@ -135,10 +151,7 @@ export class DataLossRepairer implements OnApplicationBootstrap, BeforeApplicati
 
   /** Queues what was noticed, then walks a step of a due repair, or recounts refused rows. Returns the wait. */
   private async step(): Promise<number> {
-    while (this.noticed.length > 0) {
-      await this.store.enqueue(this.noticed[0], this.walkDelayMs, randomUUID());
-      this.noticed.shift();
-    }
+    await this.queueNoticed();
     const pollMs = this.options.flushLeaseMs;
     const turn = await this.store.take(this.token, this.options.flushLeaseMs);
     if (turn.kind === 'due') {
