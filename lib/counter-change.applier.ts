@@ -15,6 +15,7 @@ import type { EntityClass } from './interfaces/entity-class.interface.js';
 import type { CounterInstruments } from './metrics/counter.instruments.js';
 import { CounterKeys, type ShardKeys } from './redis/counter.keys.js';
 import { CounterStore, type VersionedValue } from './redis/counter.store.js';
+import { RefusedChanges } from './reconcile/refused-changes.js';
 import type { IncrementOutcome, IncrementRequest } from './redis/increment.batcher.js';
 import type { ReplaceOutcome } from './reconcile/counter.reconciler.js';
 import { toRowId, type RowId } from './row-id.js';
@@ -33,6 +34,7 @@ export class CounterChangeApplier {
     private readonly keys: CounterKeys,
     private readonly reader: CounterReader,
     @Inject(COUNTER_INSTRUMENTS) private readonly instruments: CounterInstruments,
+    private readonly refused: RefusedChanges,
   ) {}
 
   /**
@@ -67,6 +69,7 @@ export class CounterChangeApplier {
       // Only the registry's names label metrics: a caller's names would make a series each.
       const counted = this.registry.find(entity);
       this.instruments.changeFailed(counted, counted && this.registry.findCounter(counted, counter), error);
+      this.refused.remember(entity, id, counter, error);
       throw error;
     }
   }

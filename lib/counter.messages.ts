@@ -180,9 +180,23 @@ export const MESSAGES = {
   repairDone: (counter: string, checked: number, corrected: number) =>
     `Repaired ${counter} after a loss of Redis data: ${checked} rows checked against its source, ` +
     `${corrected} corrected.`,
-  repairFailed: (counter: string, checked: number, reason: string) =>
-    `The repair of ${counter} after a loss of Redis data stopped after ${checked} rows: ${reason} ` +
-    `Run CounterService.recount() for it.`,
+  repairRetrying: (counter: string, checked: number, reason: string, retryMs: number) =>
+    `A step of the repair of ${counter} after a loss of Redis data failed after ${checked} rows (${reason}); ` +
+    `it is retried in ${retryMs} ms from where it stopped, by this instance or, if it stops, another one ` +
+    `with repairOnDataLoss. Nothing to do unless it keeps failing: then make Redis and the database reachable.`,
+  repairWaitFailed: (reason: string, retryMs: number) =>
+    `Could not check Redis for repairs to run (${reason}); trying again in ${retryMs} ms. Changes refused ` +
+    `meanwhile are recounted once Redis answers again.`,
+  refusedRowsOverflow: (limit: number) =>
+    `More than ${limit} rows had changes refused while Redis was unreachable: this instance stops ` +
+    `remembering them one by one and recounts each counter concerned whole once Redis is back. Nothing to do.`,
+  refusedRowsRecounted: (counter: string, checked: number, corrected: number) =>
+    `Recounted ${counter} on ${checked} rows whose changes were refused while Redis was unreachable: ` +
+    `${corrected} corrected from the source.`,
+  lossCheckFailed: (reason: string) =>
+    `Could not read the ledger to tell whether Redis lost data while no instance ran (${reason}); a loss ` +
+    `then goes unreported. If Redis restarted empty meanwhile, run CounterService.recount() for counters with a ` +
+    `source.`,
   databaseTimeout: (operation: string, timeoutMs: number) =>
     `The database did not answer within ${timeoutMs} ms (${operation}); counter changes stay in Redis and are ` +
     `written by a later flush.`,

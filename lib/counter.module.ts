@@ -13,6 +13,7 @@ import { FlushRecord } from './flush/flush.record.js';
 import { CounterHealthIndicator } from './health/counter.health-indicator.js';
 import { CounterInterceptor } from './interceptors/counter.interceptor.js';
 import { DataLossRepairer } from './reconcile/data-loss.repairer.js';
+import { RefusedChanges } from './reconcile/refused-changes.js';
 import type { ResolvedCounterOptions } from './interfaces/counter-module-options.interface.js';
 import { NO_OP_INSTRUMENTS, type CounterInstruments } from './metrics/counter.instruments.js';
 import { PrometheusInstruments } from './metrics/prometheus.instruments.js';
@@ -94,6 +95,7 @@ import { OpenTelemetryTracer } from './tracing/opentelemetry.tracer.js';
     CounterInterceptor,
     CounterHealthIndicator,
     DataLossRepairer,
+    RefusedChanges,
   ],
   exports: [CounterService, CounterInterceptor, CounterHealthIndicator],
 })

@@ -1,11 +1,14 @@
-// Chaos scenario 12 (issue 42, part 3): a Redis without persistence SIGKILLed under load, then
-// restarted empty, with repairOnDataLoss. The app's counts are derived from rows it inserts: the parent
-// inserts a reply (the source) and then has a worker count it, as an app does after its INSERT commits.
-// Whatever Redis lost, and whatever increments failed while it was down, every count that declares a
+// Chaos scenario 12 (issue 42, part 3; issue 47, item 13): a Redis without persistence SIGKILLed under
+// load, then restarted empty, with repairOnDataLoss; then, while the repair is queued and starts its
+// walk, a second short disconnect of every instance from Redis (a proxy resetting connections), the load
+// still running. The app's counts are derived from rows it inserts: the parent inserts a reply (the
+// source) and then has a worker count it, as an app does after its INSERT commits. Whatever Redis lost,
+// and whatever increments were refused while it was down or unreachable, every count that declares a
 // source ends equal to it once the repair ran (0 lost), in Redis and in the database; what the count
 // without a source (view_count) lost is measured and reported. Its result line counts replies: the
 // rows inserted ("acknowledged") against the reply counts the database ends with.
 import { describe, expect, it } from 'vitest';
+import { TcpProxy } from '../../test/support/tcp-proxy.js';
 import { Reply, Topic } from '../../test/fixtures/sourced-entities.js';
 import { CHAOS_DATABASES } from '../harness/chaos-deployment.js';
 import { useChaosScenario } from '../harness/chaos-scenario.js';
@@ -17,20 +20,33 @@ const TOPICS = 30;
 const WRITERS = 4;
 const LOAD_BEFORE_KILL_MS = 1_000;
 const LOAD_AFTER_RESTART_MS = 800;
-/** The repair recounts 30 rows in a step or two: well within this, even on a loaded machine. */
+/** The second disconnect: longer than the repair's lease delay (flushLeaseMs, 1 s), so its walk meets it. */
+const SECOND_OUTAGE_MS = 1_500;
+/**
+ * The repair recounts 30 rows in a step or two, after retries whose backoff reaches 3.2 s by the end of
+ * the second outage: well within this, even on a loaded machine.
+ */
 const REPAIR_BOUND_MS = 15_000;
 
 describe.each(CHAOS_DATABASES)('scenario 12: Redis data lost under load, then repaired, on %s', (databaseName) => {
   const scenario = useChaosScenario(databaseName);
 
   it('every count with a source ends equal to it; what the others lost is reported', async () => {
-    const run = await scenario.deploy('s12', { redisCommandTimeoutMs: 300, repairOnDataLoss: true });
+    // The repair waits flushLeaseMs + databaseTimeoutMs after the loss: 3 s keeps it well within REPAIR_BOUND_MS.
+    const run = await scenario.deploy('s12', {
+      redisCommandTimeoutMs: 300,
+      databaseTimeoutMs: 3_000,
+      repairOnDataLoss: true,
+    });
     const { observer } = run.deployment;
-    const { server } = await privateRedisFor(run.deployment, []);
+    const { server, inspector } = await privateRedisFor(run.deployment, []);
+    // Every instance reaches Redis through one proxy, for the second disconnect.
+    const proxy = await TcpProxy.start({ host: '127.0.0.1', port: server.port });
+    run.deployment.onClose(() => proxy.close());
     const ids = (
       await observer.getRepository(Topic).insert(Array.from({ length: TOPICS }, () => ({})))
     ).identifiers.map((row) => (row as { id: number }).id);
-    const workers = await run.deployment.startWorkers(['a', 'b'], { counter: { redis: server.url } });
+    const workers = await run.deployment.startWorkers(['a', 'b'], { counter: { redis: proxy.url } });
 
     // Each writer: insert a reply, then count it and a view through one of the instances.
     let writing = true;
@@ -57,11 +73,25 @@ describe.each(CHAOS_DATABASES)('scenario 12: Redis data lost under load, then re
     await sleep(LOAD_BEFORE_KILL_MS / 2);
     await server.restart(); // SIGKILL, then an empty redis-server on the same port
     await sleep(LOAD_AFTER_RESTART_MS);
+
+    // The first flush that reaches the new Redis detects the loss and queues the repair, whose walk waits
+    // a flush lease (1 s) to start. The second disconnect starts then, the load still running.
+    await flushUntilClean(workers[0]);
+    const repairJobs = `${run.deployment.prefix}:{repair}:jobs`;
+    await within(
+      (async () => {
+        while ((await inspector.hlen(repairJobs)) !== 1) await sleep(20);
+      })(),
+      1_000,
+      'the repair being queued',
+    );
+    proxy.setMode('reset');
+    await sleep(SECOND_OUTAGE_MS);
+    proxy.setMode('pass');
+    // Both instances flush again once they reach Redis; either may walk the repair, once.
+    for (const worker of workers) await flushUntilClean(worker);
     writing = false;
     await Promise.all(writers);
-
-    // Each instance's next flush that reaches the new Redis detects the loss, and repairs in the background.
-    for (const worker of workers) await flushUntilClean(worker);
     // Every shard marked at bootstrap is gone: an instance that detects it names every counted entity,
     // and one detecting it is enough for the repair.
     const losses = await Promise.all(workers.map(async (worker) => (await worker.status()).lastRedisDataLoss));
@@ -86,6 +116,14 @@ describe.each(CHAOS_DATABASES)('scenario 12: Redis data lost under load, then re
       })(),
       REPAIR_BOUND_MS,
       'the repair bringing every reply_count to its source',
+    );
+    // Nothing left to repair: the walk finished, and the refused rows were recounted.
+    await within(
+      (async () => {
+        while ((await inspector.exists(repairJobs)) === 1) await sleep(100);
+      })(),
+      REPAIR_BOUND_MS,
+      'the repair job leaving Redis',
     );
     await flushUntilClean(workers[0]);
 
@@ -116,7 +154,9 @@ describe.each(CHAOS_DATABASES)('scenario 12: Redis data lost under load, then re
         viewsInDatabase: views,
         viewCountLost: tally.viewsAcknowledged - views,
         failedChanges: tally.failed,
-        injected: 'redis-server (no persistence) SIGKILLed under load and restarted empty; repairOnDataLoss',
+        injected:
+          'redis-server (no persistence) SIGKILLed under load and restarted empty, then every instance ' +
+          `disconnected from it for ${SECOND_OUTAGE_MS} ms as the repair starts; repairOnDataLoss`,
       },
     );
   });

@@ -1,5 +1,4 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
-import { randomUUID } from 'node:crypto';
 import { COUNTER_INSTRUMENTS, COUNTER_OPTIONS, COUNTER_TRACER } from '../counter.constants.js';
 import { MESSAGES } from '../counter.messages.js';
 import { CounterRegistry, type CountedEntity } from '../counter.registry.js';
@@ -11,12 +10,14 @@ import { FlushStore, type ClaimOutcome } from '../redis/flush.store.js';
 import { CounterDatabase, type ApplyOutcome } from '../sql/counter.database.js';
 import { flushAttributes, SPAN, transactionAttributes } from '../tracing/counter-span.attributes.js';
 import type { CounterTracer } from '../tracing/counter.tracer.js';
+import { BatchIds } from './batch-ids.js';
 import { toDeltaBatch, type ConvertedBatch } from './delta-batch.js';
 import { FlushPipeline } from './flush.pipeline.js';
 import { FlushRecord } from './flush.record.js';
 import { FlushRun, type ShardWork } from './flush.run.js';
 import { LeaseKeeper } from './lease.keeper.js';
 import { RedisDataLossDetector } from './redis-data-loss.detector.js';
+import { ShardsLostWhileDown } from './shards-lost-while-down.js';
 
 /** A shard's claimed batch on its way to the database. */
 interface ClaimedBatch extends ConvertedBatch {
@@ -45,6 +46,8 @@ export class CounterFlusher implements OnApplicationBootstrap {
   private readonly logger = new Logger('CounterFlush');
   private readonly pipeline: FlushPipeline;
   private readonly lossDetector = new RedisDataLossDetector();
+  private readonly batchIds: BatchIds;
+  private readonly lostWhileDown: ShardsLostWhileDown;
   private lastPrunedAt = 0;
 
   constructor(
@@ -58,16 +61,29 @@ export class CounterFlusher implements OnApplicationBootstrap {
     @Inject(COUNTER_TRACER) private readonly tracer: CounterTracer,
   ) {
     this.pipeline = new FlushPipeline(database.flushBatchSize, database.transactionsAtOnce);
+    this.batchIds = new BatchIds(options.keyPrefix);
+    this.lostWhileDown = new ShardsLostWhileDown(database, this.batchIds.deploymentTag, this.logger);
   }
 
-  /** Marks the shards, so that a later loss of Redis data can be told from a first start. */
+  /**
+   * Marks the shards, so that a later loss of Redis data can be told from a first start, and reports a
+   * loss that happened while no instance ran (see ShardsLostWhileDown).
+   */
   async onApplicationBootstrap(): Promise<void> {
-    const shards = this.allShards().map((work) => work.keys);
-    // With Redis down, the first flush that reaches it finds the shards instead.
-    await this.store.markShards(shards).then(
-      () => this.lossDetector.shardsInPlace(),
-      () => undefined,
-    );
+    const shards = this.allShards();
+    let made: boolean[];
+    try {
+      made = await this.store.markShards(shards.map((work) => work.keys));
+    } catch {
+      // With Redis down, the first flush that reaches it finds the shards instead.
+      return;
+    }
+    this.lossDetector.shardsInPlace();
+    const lost = await this.lostWhileDown.among(shards.filter((_, index) => made[index]));
+    if (lost.length === 0) return;
+    const entities = [...new Set(lost.map((work) => work.entity))];
+    this.record.redisDataLost(lost.length, entities, entities);
+    this.instruments.redisDataLost();
   }
 
   flush(): Promise<FlushReport> {
@@ -112,7 +128,7 @@ export class CounterFlusher implements OnApplicationBootstrap {
       const backlog = await this.store.backlog(shards.map((work) => work.keys));
       const withWork = shards.filter((work, index) => {
         const { dirtyRows, batchRows, generation } = backlog[index];
-        if (generation !== null && checks[index]({ dataLost: false, generation })) run.shardLost(work.entity);
+        if (generation !== null && checks[index]({ dataLost: false, generation })) run.shardLost(work.entity, false);
         work.expectedRows = batchRows > 0 ? batchRows : Math.min(dirtyRows, this.database.flushBatchSize);
         return dirtyRows > 0 || batchRows > 0 || generation === null;
       });
@@ -154,10 +170,12 @@ export class CounterFlusher implements OnApplicationBootstrap {
       numericIds: work.entity.numericId,
       token: run.token,
       leaseMs: this.options.flushLeaseMs,
-      batchId: randomUUID(),
+      batchId: this.batchIds.next(),
       limit: this.database.flushBatchSize,
     });
-    if (lostData(claim)) run.shardLost(work.entity);
+    // Only the claim that made the generation key again saw the loss happen (`dataLost`).
+    if (lostData(claim)) run.shardLost(work.entity, claim.dataLost);
+    else if (claim.dataLost && (await this.lostWhileDown.flushedBefore(run, work))) run.shardLost(work.entity, true);
     if (claim.kind === 'busy') {
       run.report.busyShards++;
       return undefined;
@@ -279,8 +297,9 @@ export class CounterFlusher implements OnApplicationBootstrap {
     const outcome = await this.store.forget(work.keys, batch.batchId, this.encodedIds(claimed, batch.rows.ids));
     if (outcome !== 'lost') return;
     this.lossDetector.remade(work.keys);
-    if (run) run.shardLost(work.entity);
-    else this.record.redisDataLost(1, [work.entity]);
+    // The script made the generation key again: this instance is the one to queue the repair.
+    if (run) run.shardLost(work.entity, true);
+    else this.record.redisDataLost(1, [work.entity], [work.entity]);
   }
 
   /** The encoded ids (as in Redis) of rows of a batch, given by their ids as in the database. */
@@ -339,7 +358,7 @@ export class CounterFlusher implements OnApplicationBootstrap {
   /** Records the flush's outcome, prunes the ledger now and then, and reports. */
   private async finish(run: FlushRun): Promise<FlushReport> {
     const { report } = run;
-    if (run.lostShards > 0) this.record.redisDataLost(run.lostShards, [...run.lostEntities]);
+    if (run.lostShards > 0) this.record.redisDataLost(run.lostShards, [...run.lostEntities], [...run.keysMadeOf]);
     if (report.error) {
       this.record.flushFailed(report.error);
     } else {

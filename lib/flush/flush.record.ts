@@ -4,6 +4,9 @@ import type { CountedEntity } from '../counter.registry.js';
 import { failureReasonOf, type CounterFailureReason } from '../exceptions/counter-failure-reason.js';
 import type { RedisDataLossReport } from '../interfaces/counter-status.interface.js';
 
+/** Told of a loss of Redis data: see `FlushRecord.redisDataLost`. */
+export type RedisDataLossListener = (entities: CountedEntity[], keysMadeOf: CountedEntity[]) => void;
+
 /** This instance's record of its flushes and of the Redis data losses it detected, for `status()`. */
 @Injectable()
 export class FlushRecord {
@@ -26,20 +29,24 @@ export class FlushRecord {
     this.consecutiveFailedFlushes++;
   }
 
-  private readonly lossListeners: Array<(entities: CountedEntity[]) => void> = [];
+  private readonly lossListeners: Array<RedisDataLossListener> = [];
 
-  redisDataLost(shards: number, entities: CountedEntity[]): void {
+  /**
+   * A loss of Redis data was detected, in `shards` shards of `entities`; `keysMadeOf`: the entities whose
+   * generation keys the detector made again (it saw the loss happen, rather than a generation going back).
+   */
+  redisDataLost(shards: number, entities: CountedEntity[], keysMadeOf: CountedEntity[]): void {
     const sorted = [...entities].sort((a, b) => a.name.localeCompare(b.name));
     const repair = MESSAGES.dataLossRepair(sorted);
     const names = sorted.map((entity) => entity.name);
     const lastSuccessfulFlushAt = this.lastSuccessfulFlushAt;
     this.lastRedisDataLoss = { detectedAt: new Date(), shards, entities: names, repair, lastSuccessfulFlushAt };
     this.logger.error(`${MESSAGES.redisDataLost(shards, names, lastSuccessfulFlushAt)} ${repair}`);
-    for (const listener of this.lossListeners) listener(entities);
+    for (const listener of this.lossListeners) listener(entities, keysMadeOf);
   }
 
   /** Calls `listener` with the entities concerned each time a loss of Redis data is detected. */
-  onRedisDataLoss(listener: (entities: CountedEntity[]) => void): void {
+  onRedisDataLoss(listener: RedisDataLossListener): void {
     this.lossListeners.push(listener);
   }
 }

@@ -58,11 +58,16 @@ export class FlushRun {
   /** Shards whose data Redis lost, and their entities. */
   lostShards = 0;
   readonly lostEntities = new Set<CountedEntity>();
+  /** The entities of lost shards whose generation key this flush made again (it saw the loss happen). */
+  readonly keysMadeOf = new Set<CountedEntity>();
+  /** Per entity, the shards the ledger shows flushed, read before this flush wrote any (see the flusher). */
+  readonly flushedShards = new Map<CountedEntity, Promise<Set<number>>>();
   private readonly started = performance.now();
 
-  shardLost(entity: CountedEntity): void {
+  shardLost(entity: CountedEntity, keyMade: boolean): void {
     this.lostShards++;
     this.lostEntities.add(entity);
+    if (keyMade) this.keysMadeOf.add(entity);
   }
 
   /** The shards with work, in a random order: each instance its own, so that instances spread over shards. */

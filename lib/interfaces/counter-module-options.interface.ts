@@ -148,9 +148,12 @@ export interface CounterModuleOptions {
    */
   tracing?: boolean;
   /**
-   * When a flush detects that Redis lost data, recount, in the background, the counters of the entities
-   * concerned that declare a source (`@Counted({ source })`), once per detected loss. Off, the log and
-   * `status().lastRedisDataLoss` name the recount to run.
+   * When Redis loses data, recount, in the background, the counters of the entities concerned that
+   * declare a source (`@Counted({ source })`): once per loss whichever instances notice it, retried until
+   * it finishes, taken over by another instance with this option if the one walking it stops. Also
+   * recounts the rows whose changes were refused while Redis was unreachable (up to 10,000 per instance;
+   * beyond, their counters whole) once it is back. Off, the log and `status().lastRedisDataLoss` name the
+   * recount to run.
    * @default false
    */
   repairOnDataLoss?: boolean;

@@ -21,6 +21,8 @@ export interface CounterInstruments {
   batchWritten(entity: CountedEntity, rows: number): void;
   /** A flush ended, having found `lostShards` shards whose data Redis lost. */
   flushed(report: FlushReport, lostShards: number): void;
+  /** A loss of Redis data was detected outside a flush (at bootstrap: a loss while no instance ran). */
+  redisDataLost(): void;
   /** An audit of a counter found `drifted` rows whose live value differs from the source. */
   audited(entity: CountedEntity, counter: CounterField, drifted: number): void;
   /** A claimed batch was read with `HGETALL` instead of its `DUMP`. */
@@ -40,6 +42,7 @@ export const NO_OP_INSTRUMENTS: CounterInstruments = {
   changeFailed: nothing,
   batchWritten: nothing,
   flushed: nothing,
+  redisDataLost: nothing,
   audited: nothing,
   dumpFallback: nothing,
   observeBacklog: () => nothing,

@@ -129,6 +129,10 @@ export class PrometheusInstruments implements CounterInstruments {
     if (lostShards > 0) this.dataLosses.inc();
   }
 
+  redisDataLost(): void {
+    this.dataLosses.inc();
+  }
+
   audited(entity: CountedEntity, counter: CounterField, drifted: number): void {
     this.drifted.labels(entity.name, counter.name).set(drifted);
   }

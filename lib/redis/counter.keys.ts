@@ -19,6 +19,7 @@ const INTEGER_TEXT = /^-?\d+$/;
 export class CounterKeys {
   /** The ShardKeys of each entity, built once. */
   private readonly cache = new Map<string, readonly ShardKeys[]>();
+  private repairKeys?: RepairKeys;
   /** Slot groups per entity: never more than there are shards. */
   private readonly slotGroups: number;
 
@@ -73,6 +74,30 @@ export class CounterKeys {
 
   shard(entityKey: string, shard: number): ShardKeys {
     return this.shardsOf(entityKey)[shard];
+  }
+
+  /** The keys of the deployment's repairs after losses of Redis data. */
+  get repair(): RepairKeys {
+    return (this.repairKeys ??= new RepairKeys(`${this.prefix}:{repair}`));
+  }
+}
+
+/**
+ * The keys of the repairs after losses of Redis data, one pair per deployment (key prefix); they share
+ * a hash tag, so one script touches both.
+ */
+export class RepairKeys {
+  /**
+   * Per counter to repair (`<entity key> <counter>`), its walk: `<walk id> <not before (ms)> <progress>`,
+   * where progress is '-' until the walk starts (a hash, never expires).
+   */
+  readonly jobs: string;
+  /** Which instance walks the repairs, with an expiry (a string). */
+  readonly lease: string;
+
+  constructor(tag: string) {
+    this.jobs = `${tag}:jobs`;
+    this.lease = `${tag}:lease`;
   }
 }
 

@@ -96,12 +96,16 @@ export class FlushStore {
     return backlog;
   }
 
-  /** Makes the shards' generation keys where missing: they never expire, so a missing one means lost data. */
-  async markShards(shards: ShardKeys[]): Promise<void> {
-    await this.runner.runPerShard(
+  /**
+   * Makes the shards' generation keys where missing: they never expire, so a missing one means lost data.
+   * Returns, per shard, whether its key was made here (it was missing).
+   */
+  async markShards(shards: ShardKeys[]): Promise<boolean[]> {
+    const replies = await this.runner.runPerShard(
       shards.map((shard) => ({ shard })),
       (target, { shard }) => target.set(shard.generation, '0', 'NX'),
     );
+    return replies.map((reply) => reply !== null);
   }
 
   /**

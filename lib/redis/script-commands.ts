@@ -8,6 +8,9 @@ import { INCREMENT_LUA } from './scripts/increment.lua.js';
 import { READ_LUA } from './scripts/read.lua.js';
 import { RELEASE_LUA } from './scripts/release.lua.js';
 import { RENEW_LUA } from './scripts/renew.lua.js';
+import { REPAIR_ENQUEUE_LUA } from './scripts/repair-enqueue.lua.js';
+import { REPAIR_SAVE_LUA } from './scripts/repair-save.lua.js';
+import { REPAIR_TAKE_LUA } from './scripts/repair-take.lua.js';
 import { SEED_LUA } from './scripts/seed.lua.js';
 import { SET_LUA } from './scripts/set.lua.js';
 import { STATUS_LUA } from './scripts/status.lua.js';
@@ -32,6 +35,9 @@ export const COUNTER_SCRIPTS = {
   nestjsCounterRelease: RELEASE_LUA,
   nestjsCounterRenew: RENEW_LUA,
   nestjsCounterStatus: STATUS_LUA,
+  nestjsCounterRepairEnqueue: REPAIR_ENQUEUE_LUA,
+  nestjsCounterRepairTake: REPAIR_TAKE_LUA,
+  nestjsCounterRepairSave: REPAIR_SAVE_LUA,
 } as const;
 
 type ScriptName = keyof typeof COUNTER_SCRIPTS;

@@ -90,6 +90,14 @@ export class CounterDatabase {
     return this.bounded('reading the ledger', () => this.ledger.has(batchId));
   }
 
+  /**
+   * The shards of an entity that ever flushed a batch whose id starts with `batchIdPrefix`, as far as the
+   * ledger remembers (see `ledgerRetentionMs`).
+   */
+  flushedShards(entity: CountedEntity, batchIdPrefix: string): Promise<Set<number>> {
+    return this.bounded('reading the ledger', () => this.ledger.flushedShards(entity.key, batchIdPrefix));
+  }
+
   /** Deletes ledger rows older than the retention. */
   pruneLedger(retentionMs: number): Promise<void> {
     return this.bounded('pruning the ledger', () => this.ledger.prune(retentionMs));

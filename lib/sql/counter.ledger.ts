@@ -55,6 +55,20 @@ export class CounterLedger {
     return rows.length > 0;
   }
 
+  /**
+   * The shards of `entityKey` with a batch in the ledger whose id starts with `batchIdPrefix` (a hex
+   * deployment tag, see BatchIds), pruned rows aside: the shards that deployment ever flushed.
+   */
+  async flushedShards(entityKey: string, batchIdPrefix: string): Promise<Set<number>> {
+    const rows: Array<{ shard: number | string }> = await this.dataSource.query(
+      `SELECT DISTINCT ${this.column('shard')} AS shard FROM ${this.table()} ` +
+        `WHERE ${this.column('entity')} = ${this.dialect.placeholder(1)} ` +
+        `AND ${this.column('batchId')} LIKE ${this.dialect.placeholder(2)}`,
+      [entityKey, `${batchIdPrefix}-%`],
+    );
+    return new Set(rows.map((row) => Number(row.shard)));
+  }
+
   /** Deletes rows older than `retentionMs`. */
   async prune(retentionMs: number): Promise<void> {
     await this.dataSource.query(

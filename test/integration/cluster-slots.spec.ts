@@ -2,6 +2,7 @@ import calculateSlot, { generateMulti } from 'cluster-key-slot';
 import type { Cluster, Command } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { CounterDatabaseUnavailableError, CounterLedgerEntry } from '../../lib/index.js';
+import { DataLossRepairer } from '../../lib/reconcile/data-loss.repairer.js';
 import { CounterKeys } from '../../lib/redis/counter.keys.js';
 import { FlushStore } from '../../lib/redis/flush.store.js';
 import { CounterDatabase } from '../../lib/sql/counter.database.js';
@@ -275,6 +276,38 @@ describe.runIf(TOPOLOGIES.includes('cluster'))('hash slots of every command on a
       cursor: null,
     });
     expect((await flush()).rows).toBe(1);
+    // A loss of a shard's data with repairOnDataLoss: the claim that makes its generation key again
+    // queues the repair, which is walked under the deployment's repair lease (repair keys of one slot).
+    const repairing = await startCounterApp({
+      database: database.options,
+      keyPrefix: prefix,
+      redis: client,
+      entities: SOURCED_ENTITIES,
+      counter: {
+        shards: SHARDS,
+        flushLeaseMs: LEASE_MS,
+        flushOnShutdown: false,
+        repairOnDataLoss: true,
+        databaseTimeoutMs: 2_000,
+      },
+    });
+    try {
+      const topics = repairing.dataSource.getRepository(Topic);
+      const topic = ((await topics.insert({})).identifiers[0] as { id: number }).id;
+      await repairing.dataSource.getRepository(Reply).insert({ topicId: topic });
+      expect(await repairing.counters.increment(Topic, topic, 'reply_count')).toBe(1);
+      expect((await repairing.counters.flush()).rows).toBe(1);
+      await repairing.dataSource.getRepository(Reply).insert({ topicId: topic });
+      const shard = keys.shard(repairing.dataSource.getMetadata(Topic).tablePath, shardOf(topic));
+      await redis.del(shard.generation);
+      await redis.del(shard.row(String(topic)));
+      expect((await repairing.counters.flush()).error).toBeUndefined();
+      expect((await repairing.counters.status()).lastRedisDataLoss?.entities).toEqual(['Topic']);
+      await repairing.app.get(DataLossRepairer).idle;
+      expect(await repairing.counters.get(Topic, topic, 'reply_count')).toBe(2);
+    } finally {
+      await repairing.close();
+    }
   }
 
   beforeAll(async () => {
@@ -398,8 +431,9 @@ describe.runIf(TOPOLOGIES.includes('cluster'))('hash slots of every command on a
     // Every claimed row was in a claim's reply: the first flush's, the crashed flush's, the crashed
     // batch's again when recovered, the row whose transaction outlasted the lease, the row whose
     // transaction failed and again when recovered, the deleted row's (which its ack also names as
-    // missing), the row the older instance claimed and then this one, and the recounted row.
-    expect(claimedRows).toBe(ARTICLES + REMARKS + CRASHED_ARTICLES + crashedRows + 1 + 2 + 1 + 2 + 1);
+    // missing), the row the older instance claimed and then this one, the recounted row, and the topic
+    // flushed before its shard's data was lost.
+    expect(claimedRows).toBe(ARTICLES + REMARKS + CRASHED_ARTICLES + crashedRows + 1 + 2 + 1 + 2 + 1 + 1);
     expect(missingIds).toBe(1);
     // What the scripts ran inside Redis: every library script, each command over declared keys only.
     const audited = (await audit.seen(redis)).filter(({ declared }) =>

@@ -6,6 +6,7 @@ import { createTestDatabase, DATABASES, type TestDatabase } from '../support/dat
 import { Article } from '../fixtures/entities.js';
 import { PrivateRedis } from '../support/private-redis.js';
 import { RESP2, uniquePrefix } from '../support/redis.js';
+import { TcpProxy } from '../support/tcp-proxy.js';
 import { articleCounts, insertArticles } from '../support/rows.js';
 
 // G1's limit: losing Redis data loses at most the deltas not yet flushed, and never moves a database
@@ -77,6 +78,56 @@ describe.each(DATABASES)('Redis data loss on %s', (databaseName) => {
     expect(await app.counters.increment(Article, ids[1], 'like_count', 2)).toBe(12);
     expect((await app.counters.flush()).error).toBeUndefined();
     expect(await likes(ids)).toEqual([9, 12]);
+  });
+
+  it('reports at bootstrap a loss that happened while no instance ran', async () => {
+    const keyPrefix = uniquePrefix('loss-while-down');
+    const options = { database: database.options, keyPrefix, redis, synchronize: false, counter: { shards: 4 } };
+    const before = await startCounterApp(options);
+    const [id] = await insertArticles(before.dataSource, [0]);
+    await before.counters.increment(Article, id, 'like_count', 2);
+    expect((await before.counters.flush()).error).toBeUndefined();
+    await before.close();
+    // Redis loses its data (a restart without persistence) while no instance runs.
+    await redis.flushdb();
+
+    const after = await startCounterApp(options);
+    try {
+      const loss = (await after.counters.status()).lastRedisDataLoss;
+      expect(loss?.entities).toEqual(['Article']);
+      expect(loss?.repair).toContain('Article');
+    } finally {
+      await after.close();
+    }
+  });
+
+  it('reports a loss found by the first flush of an instance that started while Redis was unreachable', async () => {
+    const keyPrefix = uniquePrefix('loss-unreachable');
+    const options = { database: database.options, keyPrefix, redis, synchronize: false, counter: { shards: 4 } };
+    const before = await startCounterApp(options);
+    const [id] = await insertArticles(before.dataSource, [0]);
+    await before.counters.increment(Article, id, 'like_count', 2);
+    expect((await before.counters.flush()).error).toBeUndefined();
+    await before.close();
+    await redis.flushdb();
+
+    // The next instance starts while Redis cannot be reached, so its bootstrap marks nothing.
+    const proxy = await TcpProxy.start({ host: '127.0.0.1', port: server.port }, { mode: 'reset' });
+    const after = await startCounterApp({ ...options, redis: undefined, counter: { shards: 4, redis: proxy.url } });
+    try {
+      proxy.setMode('pass');
+      let report = await after.counters.flush();
+      // 50 × 100 ms: ioredis reconnects to a local Redis within a second.
+      for (let attempt = 0; report.error && attempt < 50; attempt++) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        report = await after.counters.flush();
+      }
+      expect(report.error).toBeUndefined();
+      expect((await after.counters.status()).lastRedisDataLoss?.entities).toEqual(['Article']);
+    } finally {
+      await after.close();
+      await proxy.close();
+    }
   });
 
   it('never moves a database value backwards across repeated losses', async () => {

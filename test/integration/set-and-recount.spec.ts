@@ -452,7 +452,13 @@ describe('recount racing inserts and increments on postgres', () => {
 // After a loss of Redis data, the report names the entities and the recount to run; with
 // repairOnDataLoss, the counters that declare a source are recounted in the background.
 describe.each(DATABASES)('repair after a loss of Redis data on %s', (database) => {
-  const suite = useCounterSuite(database, 'repair', { repairOnDataLoss: true }, 1, SOURCED_ENTITIES);
+  const suite = useCounterSuite(
+    database,
+    'repair',
+    { repairOnDataLoss: true, databaseTimeoutMs: 2_000 },
+    1,
+    SOURCED_ENTITIES,
+  );
 
   it('names what was lost and recounts the counters that have a source, once', async () => {
     const { counters, app } = suite.counter;

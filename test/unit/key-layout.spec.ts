@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import calculateSlot from 'cluster-key-slot';
 import { CounterKeys } from '../../lib/redis/counter.keys.js';
 
 const keys = new CounterKeys('ctr', 64);
@@ -43,5 +44,14 @@ describe('the shard of a row', () => {
         '2a1b3c4d-0000-4000-8000-000000000001',
       ].map(shardOf),
     ).toEqual([5, 5, 28, 42, 56, 43, 28, 52, 50]);
+  });
+});
+
+// The repair keys of a deployment: one script touches both, so they share a slot (G5).
+describe('the repair keys', () => {
+  it('carry the key prefix and share one hash slot', () => {
+    const { jobs, lease } = new CounterKeys('app', 64).repair;
+    expect([jobs, lease]).toEqual(['app:{repair}:jobs', 'app:{repair}:lease']);
+    expect(calculateSlot(jobs)).toBe(calculateSlot(lease));
   });
 });
