@@ -9,12 +9,19 @@ import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { RESP2 } from '../../test/support/redis.js';
 import { seededRandom } from '../../test/support/seeded-random.js';
-import { Reply, Topic } from '../../test/fixtures/sourced-entities.js';
+import { Topic } from '../../test/fixtures/sourced-entities.js';
 import type { FlushStep } from '../worker/worker-protocol.js';
 import { CHAOS_DATABASES } from '../harness/chaos-deployment.js';
 import { useChaosScenario } from '../harness/chaos-scenario.js';
-import type { ChaosWorker } from '../harness/chaos-worker.js';
 import { privateRedisFor } from '../harness/redis-process.js';
+import {
+  flushUntilClean,
+  insertTopics,
+  liveReplyCounts,
+  replyFigures,
+  replySources,
+  startReplyWriters,
+} from '../harness/reply-writers.js';
 import { sleep, within } from '../harness/time.js';
 
 const TOPICS = 30;
@@ -40,31 +47,10 @@ describe.each(CHAOS_DATABASES)('scenario 13: Redis data lost while a flush is in
     const { observer } = run.deployment;
     const { server } = await privateRedisFor(run.deployment, []);
     const loss = seededRandom(run.seed)() < 0.5 ? 'FLUSHALL' : 'SIGKILL and an empty restart';
-    const ids = (
-      await observer.getRepository(Topic).insert(Array.from({ length: TOPICS }, () => ({})))
-    ).identifiers.map((row) => (row as { id: number }).id);
+    const ids = await insertTopics(observer, TOPICS);
     const [a, b] = await run.deployment.startWorkers(['a', 'b'], { counter: { redis: server.url } });
-
-    // Each writer inserts a reply (the source), then counts it and a view through one of the instances.
-    let writing = true;
-    const tally = { replies: 0, repliesCounted: 0, viewsAcknowledged: 0, failed: 0 };
-    const writer = async (seed: number) => {
-      for (let i = seed; writing; i++) {
-        const topicId = ids[(i * 7) % TOPICS];
-        const worker = i % 2 === 0 ? a : b;
-        await observer.getRepository(Reply).insert({ topicId });
-        tally.replies++;
-        await worker.increment('Topic', topicId, 'reply_count', 1).then(
-          () => tally.repliesCounted++,
-          () => tally.failed++,
-        );
-        await worker.increment('Topic', topicId, 'view_count', 1).then(
-          () => tally.viewsAcknowledged++,
-          () => tally.failed++,
-        );
-      }
-    };
-    const writers = Array.from({ length: WRITERS }, (_, seed) => writer(seed));
+    const writers = startReplyWriters(observer, ids, [a, b], WRITERS);
+    const { tally } = writers;
     await sleep(500);
     expect((await a.flush()).error).toBeUndefined();
     await sleep(300);
@@ -80,22 +66,21 @@ describe.each(CHAOS_DATABASES)('scenario 13: Redis data lost while a flush is in
     } else {
       await server.restart();
     }
-    const loadedWhileStopped = await readLive(b, ids).catch(() => undefined);
+    const loadedWhileStopped = await liveReplyCounts(b, ids).catch(() => undefined);
     await sleep(STOPPED_MS);
     await a.resume();
     const stoppedFlush = await flushing;
     await sleep(300);
-    writing = false;
-    await Promise.all(writers);
+    await writers.stop();
 
     // Each instance's next flushes detect the loss; the repair runs in the background.
     for (const worker of [a, b]) await flushUntilClean(worker);
     const losses = await Promise.all([a, b].map(async (worker) => (await worker.status()).lastRedisDataLoss));
     expect(losses.some((detected) => detected !== null)).toBe(true);
-    const truth = await Promise.all(ids.map((topicId) => observer.getRepository(Reply).countBy({ topicId })));
+    const truth = await replySources(observer, ids);
     await within(
       (async () => {
-        while (JSON.stringify(await readLive(a, ids).catch(() => undefined)) !== JSON.stringify(truth))
+        while (JSON.stringify(await liveReplyCounts(a, ids).catch(() => undefined)) !== JSON.stringify(truth))
           await sleep(100);
       })(),
       REPAIR_BOUND_MS,
@@ -105,57 +90,21 @@ describe.each(CHAOS_DATABASES)('scenario 13: Redis data lost while a flush is in
 
     const topics = await observer.getRepository(Topic).find({ order: { id: 'ASC' } });
     expect(topics.map((topic) => topic.replyCount)).toEqual(truth);
-    expect(await readLive(a, ids)).toEqual(truth);
-    expect(await readLive(b, ids)).toEqual(truth);
+    expect(await liveReplyCounts(a, ids)).toEqual(truth);
+    expect(await liveReplyCounts(b, ids)).toEqual(truth);
     const views = topics.reduce((sum, topic) => sum + topic.viewCount, 0);
     expect(views).toBeLessThanOrEqual(tally.viewsAcknowledged);
     const counted = topics.reduce((sum, topic) => sum + topic.replyCount, 0);
-    run.record(
-      `13 Redis data lost at ${step}, repaired`,
-      {
-        acknowledged: tally.replies,
-        inDatabase: counted,
-        lost: Math.max(0, tally.replies - counted),
-        duplicated: Math.max(0, counted - tally.replies),
-        uncertain: 0,
-        backwards: 0,
-        samples: 0,
-        wrong: [],
-        backwardSteps: [],
-      },
-      {
-        loss,
-        batchStopped: reached.batchId ?? 'unknown',
-        stoppedFlushError: stoppedFlush.error?.name ?? 'none',
-        rowsLoadedWhileStopped: loadedWhileStopped?.filter((value) => value !== undefined).length ?? 0,
-        repliesCounted: tally.repliesCounted,
-        viewsAcknowledged: tally.viewsAcknowledged,
-        viewsInDatabase: views,
-        failedChanges: tally.failed,
-        injected: `worker stopped at ${step}, Redis data lost (${loss}), the other worker reading every row, then resumed; repairOnDataLoss`,
-      },
-    );
+    run.record(`13 Redis data lost at ${step}, repaired`, replyFigures(tally, counted), {
+      loss,
+      batchStopped: reached.batchId ?? 'unknown',
+      stoppedFlushError: stoppedFlush.error?.name ?? 'none',
+      rowsLoadedWhileStopped: loadedWhileStopped?.filter((value) => value !== undefined).length ?? 0,
+      repliesCounted: tally.repliesCounted,
+      viewsAcknowledged: tally.viewsAcknowledged,
+      viewsInDatabase: views,
+      failedChanges: tally.failed,
+      injected: `worker stopped at ${step}, Redis data lost (${loss}), the other worker reading every row, then resumed; repairOnDataLoss`,
+    });
   });
 });
-
-/** Each topic's live reply_count, as an instance serves it (loading rows Redis lacks from the database). */
-async function readLive(worker: ChaosWorker, ids: number[]): Promise<Array<number | undefined>> {
-  const rows = await worker.request<Array<[number, Record<string, number>]>>({
-    op: 'getMany',
-    entity: 'Topic',
-    ids,
-    counters: ['reply_count'],
-  });
-  const byId = new Map(rows);
-  return ids.map((id) => byId.get(id)?.reply_count);
-}
-
-/** Flushes until a flush ends without an error (the instance's client back on the restarted Redis). */
-async function flushUntilClean(worker: ChaosWorker): Promise<void> {
-  for (let attempt = 0; ; attempt++) {
-    const report = await worker.flush();
-    if (!report.error) return;
-    if (attempt === 50) throw new Error(`flushes kept failing: ${report.error.message}`);
-    await sleep(100);
-  }
-}

@@ -9,33 +9,43 @@
 // rows inserted ("acknowledged") against the reply counts the database ends with.
 import { describe, expect, it } from 'vitest';
 import { TcpProxy } from '../../test/support/tcp-proxy.js';
-import { Reply, Topic } from '../../test/fixtures/sourced-entities.js';
+import { Topic } from '../../test/fixtures/sourced-entities.js';
 import { CHAOS_DATABASES } from '../harness/chaos-deployment.js';
 import { useChaosScenario } from '../harness/chaos-scenario.js';
-import type { ChaosWorker } from '../harness/chaos-worker.js';
 import { privateRedisFor } from '../harness/redis-process.js';
+import {
+  flushUntilClean,
+  insertTopics,
+  liveReplyCounts,
+  replyFigures,
+  replySources,
+  startReplyWriters,
+} from '../harness/reply-writers.js';
 import { sleep, within } from '../harness/time.js';
 
 const TOPICS = 30;
 const WRITERS = 4;
 const LOAD_BEFORE_KILL_MS = 1_000;
 const LOAD_AFTER_RESTART_MS = 800;
-/** The second disconnect: longer than the repair's lease delay (flushLeaseMs, 1 s), so its walk meets it. */
+/** The second disconnect, from just before the repair's walk is due: the walk meets it. */
 const SECOND_OUTAGE_MS = 1_500;
 /**
  * The repair recounts 30 rows in a step or two, after retries whose backoff reaches 3.2 s by the end of
  * the second outage: well within this, even on a loaded machine.
  */
 const REPAIR_BOUND_MS = 15_000;
+/** The workers' databaseTimeoutMs: short, so that the repair's walk starts soon after the loss. */
+const DATABASE_TIMEOUT_MS = 3_000;
+/** A walk starts flushLeaseMs (1 s: the default with the default interval) + databaseTimeoutMs after the loss. */
+const WALK_DELAY_MS = 1_000 + DATABASE_TIMEOUT_MS;
 
 describe.each(CHAOS_DATABASES)('scenario 12: Redis data lost under load, then repaired, on %s', (databaseName) => {
   const scenario = useChaosScenario(databaseName);
 
   it('every count with a source ends equal to it; what the others lost is reported', async () => {
-    // The repair waits flushLeaseMs + databaseTimeoutMs after the loss: 3 s keeps it well within REPAIR_BOUND_MS.
     const run = await scenario.deploy('s12', {
       redisCommandTimeoutMs: 300,
-      databaseTimeoutMs: 3_000,
+      databaseTimeoutMs: DATABASE_TIMEOUT_MS,
       repairOnDataLoss: true,
     });
     const { observer } = run.deployment;
@@ -43,31 +53,12 @@ describe.each(CHAOS_DATABASES)('scenario 12: Redis data lost under load, then re
     // Every instance reaches Redis through one proxy, for the second disconnect.
     const proxy = await TcpProxy.start({ host: '127.0.0.1', port: server.port });
     run.deployment.onClose(() => proxy.close());
-    const ids = (
-      await observer.getRepository(Topic).insert(Array.from({ length: TOPICS }, () => ({})))
-    ).identifiers.map((row) => (row as { id: number }).id);
+    const ids = await insertTopics(observer, TOPICS);
     const workers = await run.deployment.startWorkers(['a', 'b'], { counter: { redis: proxy.url } });
 
     // Each writer: insert a reply, then count it and a view through one of the instances.
-    let writing = true;
-    const tally = { replies: 0, repliesCounted: 0, viewsAcknowledged: 0, failed: 0 };
-    const writer = async (seed: number) => {
-      for (let i = seed; writing; i++) {
-        const topicId = ids[(i * 7) % TOPICS];
-        const worker = workers[i % workers.length];
-        await observer.getRepository(Reply).insert({ topicId });
-        tally.replies++;
-        await worker.increment('Topic', topicId, 'reply_count', 1).then(
-          () => tally.repliesCounted++,
-          () => tally.failed++,
-        );
-        await worker.increment('Topic', topicId, 'view_count', 1).then(
-          () => tally.viewsAcknowledged++,
-          () => tally.failed++,
-        );
-      }
-    };
-    const writers = Array.from({ length: WRITERS }, (_, seed) => writer(seed));
+    const writers = startReplyWriters(observer, ids, workers, WRITERS);
+    const { tally } = writers;
     await sleep(LOAD_BEFORE_KILL_MS / 2);
     expect((await workers[0].flush()).error).toBeUndefined();
     await sleep(LOAD_BEFORE_KILL_MS / 2);
@@ -75,7 +66,7 @@ describe.each(CHAOS_DATABASES)('scenario 12: Redis data lost under load, then re
     await sleep(LOAD_AFTER_RESTART_MS);
 
     // The first flush that reaches the new Redis detects the loss and queues the repair, whose walk waits
-    // a flush lease (1 s) to start. The second disconnect starts then, the load still running.
+    // WALK_DELAY_MS to start. The second disconnect starts just before, the load still running.
     await flushUntilClean(workers[0]);
     const repairJobs = `${run.deployment.prefix}:{repair}:jobs`;
     await within(
@@ -85,31 +76,22 @@ describe.each(CHAOS_DATABASES)('scenario 12: Redis data lost under load, then re
       1_000,
       'the repair being queued',
     );
+    await sleep(WALK_DELAY_MS - 300);
     proxy.setMode('reset');
     await sleep(SECOND_OUTAGE_MS);
     proxy.setMode('pass');
     // Both instances flush again once they reach Redis; either may walk the repair, once.
     for (const worker of workers) await flushUntilClean(worker);
-    writing = false;
-    await Promise.all(writers);
+    await writers.stop();
     // Every shard marked at bootstrap is gone: an instance that detects it names every counted entity,
     // and one detecting it is enough for the repair.
     const losses = await Promise.all(workers.map(async (worker) => (await worker.status()).lastRedisDataLoss));
     const detected = losses.filter((loss) => loss !== null);
     expect(detected.length).toBeGreaterThan(0);
     for (const loss of detected) expect(loss.entities).toEqual(['Article', 'Badge', 'Remark', 'Topic']);
-    const sources = async () => Promise.all(ids.map((topicId) => observer.getRepository(Reply).countBy({ topicId })));
+    const sources = () => replySources(observer, ids);
     const truth = await sources();
-    const live = async () => {
-      const rows = await workers[0].request<Array<[number, Record<string, number>]>>({
-        op: 'getMany',
-        entity: 'Topic',
-        ids,
-        counters: ['reply_count'],
-      });
-      const byId = new Map(rows);
-      return ids.map((id) => byId.get(id)?.reply_count);
-    };
+    const live = () => liveReplyCounts(workers[0], ids);
     await within(
       (async () => {
         while (JSON.stringify(await live()) !== JSON.stringify(truth)) await sleep(100);
@@ -135,39 +117,15 @@ describe.each(CHAOS_DATABASES)('scenario 12: Redis data lost under load, then re
     expect(views).toBeLessThanOrEqual(tally.viewsAcknowledged);
     // The invariant here is the source: the replies inserted are what reply_count must hold.
     const counted = topics.reduce((sum, topic) => sum + topic.replyCount, 0);
-    run.record(
-      '12 Redis data lost, repaired from the source',
-      {
-        acknowledged: tally.replies,
-        inDatabase: counted,
-        lost: Math.max(0, tally.replies - counted),
-        duplicated: Math.max(0, counted - tally.replies),
-        uncertain: 0,
-        backwards: 0,
-        samples: 0,
-        wrong: [],
-        backwardSteps: [],
-      },
-      {
-        repliesCounted: tally.repliesCounted,
-        viewsAcknowledged: tally.viewsAcknowledged,
-        viewsInDatabase: views,
-        viewCountLost: tally.viewsAcknowledged - views,
-        failedChanges: tally.failed,
-        injected:
-          'redis-server (no persistence) SIGKILLed under load and restarted empty, then every instance ' +
-          `disconnected from it for ${SECOND_OUTAGE_MS} ms as the repair starts; repairOnDataLoss`,
-      },
-    );
+    run.record('12 Redis data lost, repaired from the source', replyFigures(tally, counted), {
+      repliesCounted: tally.repliesCounted,
+      viewsAcknowledged: tally.viewsAcknowledged,
+      viewsInDatabase: views,
+      viewCountLost: tally.viewsAcknowledged - views,
+      failedChanges: tally.failed,
+      injected:
+        'redis-server (no persistence) SIGKILLed under load and restarted empty, then every instance ' +
+        `disconnected from it for ${SECOND_OUTAGE_MS} ms as the repair starts; repairOnDataLoss`,
+    });
   });
 });
-
-/** Flushes until a flush ends without an error (the instance's client back on the restarted Redis). */
-async function flushUntilClean(worker: ChaosWorker): Promise<void> {
-  for (let attempt = 0; ; attempt++) {
-    const report = await worker.flush();
-    if (!report.error) return;
-    if (attempt === 50) throw new Error(`flushes kept failing: ${report.error.message}`);
-    await sleep(100);
-  }
-}
