@@ -7,32 +7,19 @@ import type { FlushReport } from '../interfaces/flush-report.interface.js';
 import type { CounterInstruments } from '../metrics/counter.instruments.js';
 import { CounterKeys, type ShardKeys } from '../redis/counter.keys.js';
 import { FlushStore, type ClaimOutcome } from '../redis/flush.store.js';
-import { CounterDatabase, type ApplyOutcome } from '../sql/counter.database.js';
+import { CounterDatabase } from '../sql/counter.database.js';
 import { flushAttributes, SPAN, transactionAttributes } from '../tracing/counter-span.attributes.js';
 import type { CounterTracer } from '../tracing/counter.tracer.js';
 import { BatchIds } from './batch-ids.js';
-import { toDeltaBatch, type ConvertedBatch } from './delta-batch.js';
+import { BatchSettler } from './batch.settler.js';
+import type { ClaimedBatch, WrittenBatch } from './claimed-batch.js';
+import { toDeltaBatch } from './delta-batch.js';
 import { FlushPipeline } from './flush.pipeline.js';
 import { FlushRecord } from './flush.record.js';
 import { FlushRun, type ShardWork } from './flush.run.js';
 import { LeaseKeeper } from './lease.keeper.js';
 import { RedisDataLossDetector } from './redis-data-loss.detector.js';
 import { ShardsLostWhileDown } from './shards-lost-while-down.js';
-
-/** A shard's claimed batch on its way to the database. */
-interface ClaimedBatch extends ConvertedBatch {
-  work: ShardWork;
-  /** The shard's generation when claimed. */
-  generation: number;
-  /** Rows of the shard still dirty: when there are some, it goes back among the shards left after the ack. */
-  moreRows: number;
-}
-
-/** A batch the database has, with the ids of its rows that no longer exist there. */
-interface WrittenBatch {
-  claimed: ClaimedBatch;
-  missingIds: Array<string | number>;
-}
 
 /**
  * Writes the changes waiting in Redis into the database, exactly once, from any number of instances.
@@ -48,6 +35,7 @@ export class CounterFlusher implements OnApplicationBootstrap {
   private readonly lossDetector = new RedisDataLossDetector();
   private readonly batchIds: BatchIds;
   private readonly lostWhileDown: ShardsLostWhileDown;
+  private readonly settler: BatchSettler;
   private lastPrunedAt = 0;
 
   constructor(
@@ -63,6 +51,7 @@ export class CounterFlusher implements OnApplicationBootstrap {
     this.pipeline = new FlushPipeline(database.flushBatchSize, database.transactionsAtOnce);
     this.batchIds = new BatchIds(options.keyPrefix);
     this.lostWhileDown = new ShardsLostWhileDown(database, this.batchIds.deploymentTag, this.logger);
+    this.settler = new BatchSettler(store, this.lossDetector, record, this.logger);
   }
 
   /**
@@ -244,7 +233,7 @@ export class CounterFlusher implements OnApplicationBootstrap {
     try {
       const deltas = batches.map(({ batch }) => batch);
       const outcome = await this.tracer.inSpan(SPAN.transaction, transactionAttributes(deltas), () =>
-        this.database.applyBatches(deltas, (late) => this.endedLate(batches, late)),
+        this.database.applyBatches(deltas, (late) => this.settler.endedLate(batches, late)),
       );
       if (!outcome.applied) {
         if (batches.length === 1) return [{ claimed: batches[0], missingIds: [] }];
@@ -261,50 +250,10 @@ export class CounterFlusher implements OnApplicationBootstrap {
         return { claimed, missingIds };
       });
     } catch (error) {
-      // A batch Redis lost meanwhile may have had its rows loaded inside the transaction (SQLite's one
-      // connection) or before a COMMIT whose outcome is unknown: they load again.
-      await Promise.all(batches.map((claimed) => this.forgetIfGone(claimed, run).catch(() => undefined)));
+      await Promise.all(batches.map((claimed) => this.settler.forgetIfGone(claimed, run).catch(() => undefined)));
       await Promise.all(batches.map(({ work }) => this.shardFailed(run, work, error as Error)));
       return [];
     }
-  }
-
-  /**
-   * A transaction the flush stopped waiting for ended: its batches are acknowledged if it committed, and
-   * their rows forgotten if Redis no longer holds them, as if the flush had waited (see `acknowledgeBatch`).
-   */
-  private endedLate(batches: ClaimedBatch[], outcome: ApplyOutcome | undefined): void {
-    batches.forEach(async (claimed, index) => {
-      try {
-        const { work, batch } = claimed;
-        const committed = outcome?.applied === true;
-        const missing = committed ? this.encodedIds(claimed, outcome.missingIds[index]) : [];
-        if (committed && (await this.store.ack(work.keys, batch.batchId, '', false, work.entity.counterNames, missing)))
-          return this.lossDetector.acknowledged(work.keys, claimed.generation);
-        await this.forgetIfGone(claimed);
-      } catch (error) {
-        this.logger.warn(MESSAGES.lateBatchNotSettled(claimed.work.entity.key, (error as Error).message));
-      }
-    });
-  }
-
-  /**
-   * Forgets the rows of a batch that Redis no longer holds as the shard's batch in flight (see
-   * forget.lua.ts): a row loaded meanwhile may miss or count it. A generation key found missing is a loss.
-   */
-  private async forgetIfGone(claimed: ClaimedBatch, run?: FlushRun): Promise<void> {
-    const { work, batch } = claimed;
-    const outcome = await this.store.forget(work.keys, batch.batchId, this.encodedIds(claimed, batch.rows.ids));
-    if (outcome !== 'lost') return;
-    this.lossDetector.remade(work.keys);
-    // The script made the generation key again: this instance is the one to queue the repair.
-    if (run) run.shardLost(work.entity, true);
-    else this.record.redisDataLost(1, [work.entity], [work.entity]);
-  }
-
-  /** The encoded ids (as in Redis) of rows of a batch, given by their ids as in the database. */
-  private encodedIds({ encodedIdOf }: ClaimedBatch, ids: Array<string | number>): string[] {
-    return ids.map((id) => encodedIdOf.get(String(id)) ?? String(id));
   }
 
   /** Acknowledges written batches; a failed acknowledgement is its shard's failure (its batch stays claimed). */
@@ -319,18 +268,12 @@ export class CounterFlusher implements OnApplicationBootstrap {
   }
 
   /**
-   * Acknowledges a batch the database has; the shard goes back among those left (holding its lease) if it
-   * has rows left. Sent even when the lease ran out meanwhile (the batch is committed: acknowledging it is
-   * what its next holder would do). A batch no longer in Redis (Redis lost its data, or another flusher
-   * finished it) has its rows forgotten: one loaded meanwhile may have missed it.
+   * Acknowledges a batch the database has (see BatchSettler); the shard goes back among those left (holding
+   * its lease) if it has rows left.
    */
   private async acknowledgeBatch(run: FlushRun, claimed: ClaimedBatch, missingIds: Array<string | number>) {
-    const { work, batch, moreRows } = claimed;
-    const missing = this.encodedIds(claimed, missingIds);
-    const counters = work.entity.counterNames;
-    const acknowledged = await this.store.ack(work.keys, batch.batchId, run.token, moreRows === 0, counters, missing);
-    if (acknowledged) this.lossDetector.acknowledged(work.keys, claimed.generation);
-    else await this.forgetIfGone(claimed, run);
+    const { work, moreRows } = claimed;
+    await this.settler.acknowledge(claimed, run.token, moreRows === 0, missingIds, run);
     // Lost with its lease: the shard is another flusher's now.
     if (work.leaseLost) return;
     if (moreRows > 0) run.requeue(work, Math.min(moreRows, this.database.flushBatchSize));
