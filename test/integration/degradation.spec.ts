@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import { DataSource, type DataSourceOptions } from 'typeorm';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   CounterDatabaseUnavailableError,
   CounterStoreUnavailableError,
@@ -14,6 +14,7 @@ import { CounterKeys } from '../../lib/redis/counter.keys.js';
 import { startCounterApp, type CounterApp } from '../support/counter-app.js';
 import { createTestDatabase, DATABASES, type TestDatabase } from '../support/databases.js';
 import { Article } from '../fixtures/entities.js';
+import { useFaultSuite } from '../support/fault-suite.js';
 import { openObserver } from '../support/observer.js';
 import { PrivateRedis } from '../support/private-redis.js';
 import { deleteKeys, scanKeys, testRedis, uniquePrefix } from '../support/redis.js';
@@ -108,31 +109,11 @@ async function databaseOutage(database: TestDatabase): Promise<DatabaseOutage> {
 // back to the database. Database down → flushes fail and retry with backoff, nothing is lost, and the app
 // keeps counting and reading from Redis.
 describe.each(DATABASES)('degradation on %s', (databaseName) => {
-  const redis = testRedis();
-  const prefixes: string[] = [];
-  /** Run in reverse order in afterAll, each whatever happened to the others. */
-  const teardown: Array<() => unknown> = [];
+  const suite = useFaultSuite(databaseName);
+  const { redis, prefixes, teardown } = suite;
   let database: TestDatabase;
-  /** A direct connection of the test's own, for rows and the values the database really holds. */
   let observer: DataSource;
-
-  beforeAll(async () => {
-    database = await createTestDatabase(databaseName);
-    observer = await openObserver(database);
-  });
-
-  afterEach(() => vi.restoreAllMocks());
-
-  afterAll(async () => {
-    for (const step of teardown.reverse())
-      await Promise.resolve()
-        .then(step)
-        .catch(() => undefined);
-    if (observer?.isInitialized) await observer.destroy();
-    await database?.drop();
-    for (const prefix of prefixes) await deleteKeys(redis, prefix);
-    redis.disconnect();
-  });
+  beforeAll(() => void ({ database, observer } = suite));
 
   async function startApp(connection: DataSourceOptions, counter: CounterModuleOptions) {
     const keyPrefix = uniquePrefix('degrade');

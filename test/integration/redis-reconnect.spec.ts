@@ -1,13 +1,13 @@
 import { Logger } from '@nestjs/common';
 import { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { CounterStoreUnavailableError } from '../../lib/index.js';
 import { startCounterApp, type CounterApp } from '../support/counter-app.js';
-import { createTestDatabase, DATABASES, type TestDatabase } from '../support/databases.js';
+import { DATABASES, type TestDatabase } from '../support/databases.js';
 import { Article } from '../fixtures/entities.js';
-import { openObserver } from '../support/observer.js';
+import { useFaultSuite } from '../support/fault-suite.js';
 import { PrivateRedis } from '../support/private-redis.js';
-import { deleteKeys, testRedis, uniquePrefix } from '../support/redis.js';
+import { uniquePrefix } from '../support/redis.js';
 import { insertArticles } from '../support/rows.js';
 import type { DataSource } from 'typeorm';
 
@@ -25,29 +25,11 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 // What a lost Redis connection costs (G7): one outage per Redis restart, however the client's timers fall,
 // and a change refused before it was sent is reported as not sent.
 describe.each(DATABASES)('a lost Redis connection on %s', (databaseName) => {
-  const redis = testRedis();
-  const prefixes: string[] = [];
-  const teardown: Array<() => unknown> = [];
+  const suite = useFaultSuite(databaseName);
+  const { prefixes, teardown } = suite;
   let database: TestDatabase;
   let observer: DataSource;
-
-  beforeAll(async () => {
-    database = await createTestDatabase(databaseName);
-    observer = await openObserver(database);
-  });
-
-  afterEach(() => vi.restoreAllMocks());
-
-  afterAll(async () => {
-    for (const step of teardown.reverse())
-      await Promise.resolve()
-        .then(step)
-        .catch(() => undefined);
-    if (observer?.isInitialized) await observer.destroy();
-    await database?.drop();
-    for (const prefix of prefixes) await deleteKeys(redis, prefix);
-    redis.disconnect();
-  });
+  beforeAll(() => void ({ database, observer } = suite));
 
   async function startApp(connection: string | Redis): Promise<CounterApp> {
     const keyPrefix = uniquePrefix('reconnect');
