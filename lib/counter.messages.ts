@@ -1,5 +1,3 @@
-import type { CountedEntity } from './counter.registry.js';
-
 const entityLabel = (target: unknown): string =>
   typeof target === 'function' && target.name ? target.name : String(target);
 
@@ -164,17 +162,19 @@ export const MESSAGES = {
     `persistence, a failover to a replica that was behind, or eviction). Changes acknowledged ` +
     `${lostSince(lastFlush)} and not yet written to the database are lost, at most those; database values ` +
     `are intact and rows are reloaded from the database.`,
-  dataLossRepair: (entities: CountedEntity[]) => {
-    const counters = entities.flatMap((entity) => entity.counters.map((counter) => ({ entity, counter })));
-    const sourced = counters.filter(({ counter }) => counter.source);
-    const unsourced = counters.filter(({ counter }) => !counter.source);
-    const named = (list: typeof counters) =>
-      list.map(({ entity, counter }) => `${entity.name}.${counter.name}`).join(', ');
+  /** `counters`: each counter of the entities concerned, as `Entity.counter`, and whether it declares a source. */
+  dataLossRepair: (counters: Array<{ name: string; sourced: boolean }>) => {
+    const named = (sourced: boolean) =>
+      counters
+        .filter((counter) => counter.sourced === sourced)
+        .map((counter) => counter.name)
+        .join(', ');
+    const [sourced, unsourced] = [named(true), named(false)];
     return (
-      (sourced.length > 0
-        ? `To repair, recount ${named(sourced)} (CounterService.recount(), or the option repairOnDataLoss).`
+      (sourced !== ''
+        ? `To repair, recount ${sourced} (CounterService.recount(), or the option repairOnDataLoss).`
         : 'No counter of theirs declares a source to recount.') +
-      (unsourced.length > 0 ? ` What ${named(unsourced)} lost cannot be recovered: they declare no source.` : '')
+      (unsourced !== '' ? ` What ${unsourced} lost cannot be recovered: they declare no source.` : '')
     );
   },
   repairDone: (counter: string, checked: number, corrected: number) =>

@@ -37,7 +37,11 @@ export class FlushRecord {
    */
   redisDataLost(shards: number, entities: CountedEntity[], keysMadeOf: CountedEntity[]): void {
     const sorted = [...entities].sort((a, b) => a.name.localeCompare(b.name));
-    const repair = MESSAGES.dataLossRepair(sorted);
+    const repair = MESSAGES.dataLossRepair(
+      sorted.flatMap((entity) =>
+        entity.counters.map((counter) => ({ name: `${entity.name}.${counter.name}`, sourced: !!counter.source })),
+      ),
+    );
     const names = sorted.map((entity) => entity.name);
     const lastSuccessfulFlushAt = this.lastSuccessfulFlushAt;
     this.lastRedisDataLoss = { detectedAt: new Date(), shards, entities: names, repair, lastSuccessfulFlushAt };

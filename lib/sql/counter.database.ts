@@ -8,20 +8,12 @@ import { InvalidCounterIdError } from '../exceptions/invalid-counter-id.error.js
 import { CounterError } from '../exceptions/counter.error.js';
 import type { ResolvedCounterOptions } from '../interfaces/counter-module-options.interface.js';
 import { quotedTablePath, type CounterDialect, type DeltaRows } from './counter-dialect.js';
+import type { DeltaBatch } from './delta-batch.model.js';
 import { CounterLedger } from './counter.ledger.js';
 import { dialectFor } from './dialect-for.js';
 import { onPrimary } from './on-primary.js';
 import { groupBy } from '../collections.js';
 import { compareIds, mergeBatches } from './merge-batches.js';
-
-/** A batch as the database sees it: its rows (in any order), one delta per column in `counters`. */
-export interface DeltaBatch {
-  batchId: string;
-  entity: CountedEntity;
-  shard: number;
-  counters: CounterField[];
-  rows: DeltaRows;
-}
 
 export type ApplyOutcome =
   /** Per batch (in the order given), the ids that matched no row: deleted since their counters changed. */

@@ -1,6 +1,6 @@
 import type { CounterField } from '../counter.registry.js';
 import type { DeltaRows } from './counter-dialect.js';
-import type { DeltaBatch } from './counter.database.js';
+import type { DeltaBatch } from './delta-batch.model.js';
 
 /**
  * One entity's batches as one set of rows sorted by id (so that two flushers lock rows in one order),
