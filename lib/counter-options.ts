@@ -6,11 +6,11 @@ import {
 } from './counter.constants.js';
 import { MESSAGES } from './counter.messages.js';
 import { CounterConfigurationError } from './exceptions/counter-configuration.error.js';
+import type { CounterModuleOptions } from './interfaces/counter-module-options.interface.js';
 import type {
-  CounterModuleOptions,
   ResolvedCounterOptions,
   ResolvedMetricsOptions,
-} from './interfaces/counter-module-options.interface.js';
+} from './interfaces/resolved-counter-options.interface.js';
 import type { CounterHealthOptions } from './interfaces/counter-health-options.interface.js';
 
 const POSITIVE_INTEGERS = [

@@ -14,7 +14,7 @@ import { CounterHealthIndicator } from './health/counter.health-indicator.js';
 import { CounterInterceptor } from './interceptors/counter.interceptor.js';
 import { DataLossRepairer } from './reconcile/data-loss.repairer.js';
 import { RefusedChanges } from './reconcile/refused-changes.js';
-import type { ResolvedCounterOptions } from './interfaces/counter-module-options.interface.js';
+import type { ResolvedCounterOptions } from './interfaces/resolved-counter-options.interface.js';
 import { NO_OP_INSTRUMENTS, type CounterInstruments } from './metrics/counter.instruments.js';
 import { PrometheusInstruments } from './metrics/prometheus.instruments.js';
 import { CounterKeys } from './redis/counter.keys.js';

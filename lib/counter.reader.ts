@@ -8,7 +8,7 @@ import { SeedRetry } from './seed.retry.js';
 import { CounterOutOfRangeError } from './exceptions/counter-out-of-range.error.js';
 import { CounterSeedContentionError } from './exceptions/counter-seed-contention.error.js';
 import { CounterStoreUnavailableError } from './exceptions/counter-store-unavailable.error.js';
-import type { ResolvedCounterOptions } from './interfaces/counter-module-options.interface.js';
+import type { ResolvedCounterOptions } from './interfaces/resolved-counter-options.interface.js';
 import { CounterKeys, type ShardKeys } from './redis/counter.keys.js';
 import { CounterStore } from './redis/counter.store.js';
 import { CounterDatabase } from './sql/counter.database.js';

@@ -44,12 +44,20 @@ export function toRowId(entity: CountedEntity, id: unknown): RowId {
   }
   if (entity.uuidId) {
     if (!UUID_TEXT.test(String(id))) throw new InvalidCounterIdError(MESSAGES.invalidId(entity.name, id, 'UUIDs'));
-    const text = String(id).toLowerCase();
+    const text = canonicalIdText(entity, id);
     return { text, sql: text };
   }
   const text = String(id);
   checkText(entity, text);
   return { text, sql: text };
+}
+
+/**
+ * The canonical text of an id the database gave back (or a valid UUID): UUIDs lowercased, as the database
+ * compares them without regard to case; any other id's own text.
+ */
+export function canonicalIdText(entity: CountedEntity, id: unknown): string {
+  return entity.uuidId ? String(id).toLowerCase() : String(id);
 }
 
 /**

@@ -11,7 +11,7 @@ import { randomUUID } from 'node:crypto';
 import { COUNTER_FLUSH_JOB_PREFIX, COUNTER_OPTIONS } from '../counter.constants.js';
 import { MESSAGES } from '../counter.messages.js';
 import { CounterConfigurationError } from '../exceptions/counter-configuration.error.js';
-import type { ResolvedCounterOptions } from '../interfaces/counter-module-options.interface.js';
+import type { ResolvedCounterOptions } from '../interfaces/resolved-counter-options.interface.js';
 import type { FlushReport } from '../interfaces/flush-report.interface.js';
 import { CounterService } from '../counter.service.js';
 import { CounterFlusher } from './counter.flusher.js';

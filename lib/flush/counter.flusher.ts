@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs
 import { COUNTER_INSTRUMENTS, COUNTER_OPTIONS, COUNTER_TRACER } from '../counter.constants.js';
 import { MESSAGES } from '../counter.messages.js';
 import { CounterRegistry, type CountedEntity } from '../counter.registry.js';
-import type { ResolvedCounterOptions } from '../interfaces/counter-module-options.interface.js';
+import type { ResolvedCounterOptions } from '../interfaces/resolved-counter-options.interface.js';
 import type { FlushReport } from '../interfaces/flush-report.interface.js';
 import type { CounterInstruments } from '../metrics/counter.instruments.js';
 import { CounterKeys, type ShardKeys } from '../redis/counter.keys.js';

@@ -109,7 +109,7 @@ export interface CounterModuleOptions {
   cleanRowTtlSeconds?: number;
   /**
    * Seconds a change's `idempotencyKey` is remembered: within them, a later change with the same key on
-   * the same row applies nothing (G8). Retries must end within this window.
+   * the same row applies nothing. Retries must end within this window.
    * @default 86400 (one day)
    */
   idempotencyTtlSeconds?: number;
@@ -188,25 +188,6 @@ export interface CounterMetricsOptions {
  */
 export interface CounterMetricsRegistry {
   getSingleMetric(name: string): unknown;
-}
-
-/** Options after defaults were applied: what the module's providers work with. */
-export type ResolvedCounterOptions = Required<
-  Omit<CounterModuleOptions, 'redis' | 'flushBatchSize' | 'flushCron' | 'metrics'>
-> & {
-  redis: CounterRedisConnection;
-  /** Undefined: the database's default (see `CounterDatabase.flushBatchSize`). */
-  flushBatchSize: number | undefined;
-  /** Undefined: the flush runs every `flushIntervalMs`. */
-  flushCron: string | undefined;
-  /** Undefined: metrics are off. */
-  metrics: ResolvedMetricsOptions | undefined;
-};
-
-export interface ResolvedMetricsOptions {
-  /** Undefined: prom-client's global `register`. */
-  registry: CounterMetricsRegistry | undefined;
-  prefix: string;
 }
 
 /** Options fixed when the module is defined: given to `forRoot()` and next to `useFactory` in `forRootAsync()`. */

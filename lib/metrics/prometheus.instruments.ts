@@ -7,7 +7,7 @@ import { InvalidCounterIdError } from '../exceptions/invalid-counter-id.error.js
 import { InvalidIdempotencyKeyError } from '../exceptions/invalid-idempotency-key.error.js';
 import { UnknownCountedEntityError } from '../exceptions/unknown-counted-entity.error.js';
 import { UnknownCounterError } from '../exceptions/unknown-counter.error.js';
-import type { ResolvedMetricsOptions } from '../interfaces/counter-module-options.interface.js';
+import type { ResolvedMetricsOptions } from '../interfaces/resolved-counter-options.interface.js';
 import type { CounterStatus } from '../interfaces/counter-status.interface.js';
 import type { FlushReport } from '../interfaces/flush-report.interface.js';
 import { missingPeer } from '../optional-peer.js';

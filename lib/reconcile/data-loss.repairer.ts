@@ -13,7 +13,7 @@ import { CounterRegistry, type CountedEntity, type CounterField } from '../count
 import { CounterService } from '../counter.service.js';
 import { CounterStoreUnavailableError } from '../exceptions/counter-store-unavailable.error.js';
 import { FlushRecord } from '../flush/flush.record.js';
-import type { ResolvedCounterOptions } from '../interfaces/counter-module-options.interface.js';
+import type { ResolvedCounterOptions } from '../interfaces/resolved-counter-options.interface.js';
 import { CounterKeys } from '../redis/counter.keys.js';
 import { RepairStore, type RepairJob, type RepairProgress } from '../redis/repair.store.js';
 import { ScriptRunner } from '../redis/script.runner.js';

@@ -4,7 +4,7 @@ import { MESSAGES } from '../counter.messages.js';
 import { CounterRegistry, type CountedEntity, type CounterField } from '../counter.registry.js';
 import { CounterStoreUnavailableError } from '../exceptions/counter-store-unavailable.error.js';
 import type { EntityClass } from '../interfaces/entity-class.interface.js';
-import type { ResolvedCounterOptions } from '../interfaces/counter-module-options.interface.js';
+import type { ResolvedCounterOptions } from '../interfaces/resolved-counter-options.interface.js';
 
 /** Most rows whose refused changes an instance remembers; beyond, their counters are recounted whole. */
 export const MAX_REFUSED_ROWS = 10_000;

@@ -6,9 +6,10 @@ import type { CountedEntity, CounterField } from '../counter.registry.js';
 import { CounterDatabaseUnavailableError } from '../exceptions/counter-database-unavailable.error.js';
 import { InvalidCounterIdError } from '../exceptions/invalid-counter-id.error.js';
 import { CounterError } from '../exceptions/counter.error.js';
-import type { ResolvedCounterOptions } from '../interfaces/counter-module-options.interface.js';
+import type { ResolvedCounterOptions } from '../interfaces/resolved-counter-options.interface.js';
 import { quotedTablePath, type CounterDialect, type DeltaRows } from './counter-dialect.js';
 import type { DeltaBatch } from './delta-batch.model.js';
+import { canonicalIdText } from '../row-id.js';
 import { CounterLedger } from './counter.ledger.js';
 import { dialectFor } from './dialect-for.js';
 import { onPrimary } from './on-primary.js';
@@ -159,8 +160,7 @@ export class CounterDatabase {
           withDeleted: true,
         });
         for (const row of rows as Record<string, unknown>[]) {
-          const id = String(row[entity.primary.propertyName]);
-          found.set(entity.uuidId ? id.toLowerCase() : id, row);
+          found.set(canonicalIdText(entity, row[entity.primary.propertyName]), row);
         }
       }
     });
@@ -265,8 +265,7 @@ export class CounterDatabase {
       withDeleted: true,
       loadEagerRelations: false,
     });
-    // UUIDs compare without regard to case in the database; other string keys may not.
-    const canonical = (id: unknown) => (entity.uuidId ? String(id).toLowerCase() : String(id));
+    const canonical = (id: unknown) => canonicalIdText(entity, id);
     const present = new Set(
       existing.map((row) => canonical((row as Record<string, unknown>)[entity.primary.propertyName])),
     );
