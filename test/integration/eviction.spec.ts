@@ -346,6 +346,17 @@ describe('a Redis that is full (noeviction)', () => {
       ]),
     );
 
+    // The flush still runs on a full Redis (it writes what waits and frees its batches): the changes made
+    // before Redis filled up reach the database.
+    const full = await counters.flush();
+    expect([full.error?.message, full.batches > 0, full.rows]).toEqual([undefined, true, 2]);
+    expect(await articleCounts(dataSourceOf(app), ids)).toEqual(
+      new Map([
+        [ids[0], { likes: 2, views: 0 }],
+        [ids[1], { likes: 3, views: 0 }],
+      ]),
+    );
+
     await admin.config('SET', 'maxmemory', MAX_MEMORY);
     await admin.del(...fillers);
     admin.disconnect();
