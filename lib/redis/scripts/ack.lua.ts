@@ -1,5 +1,5 @@
 /** The acknowledgement script: see the comment at its top. */
-export const ACK_LUA = String.raw`
+export const ACK_LUA = String.raw`#!lua flags=allow-oom
 --[[
 Acknowledges a batch the database has committed: the batch hash, which held its changes in flight,
 goes, and the generation moves on, so that a load that read the database before this ack retries
@@ -11,6 +11,8 @@ missing from the database; one slot.
 ARGV[1] batch id, ARGV[2] lease token, ARGV[3] '1' to give the lease back, ARGV[4] the number k of the
 entity's counters, ARGV[5..4+k] their names, then the encoded ids of the missing rows (as in KEYS).
 Returns 1 when acknowledged, 0 when the batch was acknowledged already (or lost with Redis's data).
+Runs on a Redis full under noeviction (allow-oom): the flush is what drains it, and this script adds
+at most a lease or a few fields while the flush frees whole batches.
 ]]
 
 local batch, lease, generation, dirty, pending = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]

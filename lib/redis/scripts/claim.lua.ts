@@ -1,7 +1,7 @@
 import { UNKNOWN_CHANGES_KEPT_MS } from '../../counter.constants.js';
 
 /** The claim script: see the comment at its top. */
-export const CLAIM_LUA = String.raw`
+export const CLAIM_LUA = String.raw`#!lua flags=allow-oom
 --[[
 Takes (or renews) a shard's lease and claims a batch: the shard's pending changes become its batch
 hash, which holds them until the database has them. No row is touched (their 'v:' fields have counted
@@ -31,6 +31,8 @@ the hash as a hash table, which HINCRBY reaches in constant time, instead of a l
 field by field (see docs/PERFORMANCE.md, "Pending hash as a hash table").
 Invariant: every unflushed change is in exactly one place: the pending hash (its row in the dirty set),
 the batch hash, or the hash of unknown counters' changes (until dropped as those of a removed counter).
+Runs on a Redis full under noeviction (allow-oom): the flush is what drains it, and this script adds
+at most a lease or a few fields while the flush frees whole batches.
 ]]
 
 local dirty, batch, lease, generation, pending, unknown = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]

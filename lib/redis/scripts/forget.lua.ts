@@ -1,5 +1,5 @@
 /** The forget script: see the comment at its top. */
-export const FORGET_LUA = String.raw`
+export const FORGET_LUA = String.raw`#!lua flags=allow-oom
 --[[
 Forgets the rows of a batch that is no longer the shard's batch in flight, once its transaction has ended:
 Redis lost its data while the batch was being written (or another flusher finished the batch). A row
@@ -15,6 +15,8 @@ Returns 0 when the batch is still the shard's batch in flight (nothing done: it 
 holds the shard's lease); 1 when the rows were forgotten; 2 when they were, and the generation key was
 missing (Redis lost the shard's data): it is made again, at 1.
 Invariant: only rows' cached values are deleted; a change waits in the pending hash, never in a row.
+Runs on a Redis full under noeviction (allow-oom): the flush is what drains it, and this script adds
+at most a lease or a few fields while the flush frees whole batches.
 ]]
 
 if redis.call('HGET', KEYS[1], '#id') == ARGV[1] then return 0 end

@@ -1,5 +1,5 @@
 /** The give-back script: see the comment at its top. */
-export const GIVE_BACK_LUA = String.raw`
+export const GIVE_BACK_LUA = String.raw`#!lua flags=allow-oom
 --[[
 Takes the changes of counters a flusher does not know (it was deployed before they were added to the
 entity) out of the batch it claimed, before it writes the batch, into the shard's hash of such changes:
@@ -12,6 +12,8 @@ back (ms, Redis's clock), from which a claim drops the changes of a counter nobo
 KEYS: the shard's batch hash, hash of unknown counters' changes, and lease; one slot.
 ARGV[1] batch id, ARGV[2] lease token, then field name and delta, over and over.
 Returns 1 when given back, 0 when the batch or the lease is no longer the caller's (nothing done).
+Runs on a Redis full under noeviction (allow-oom): the flush is what drains it, and this script adds
+at most a lease or a few fields while the flush frees whole batches.
 ]]
 
 local batch, unknown, lease = KEYS[1], KEYS[2], KEYS[3]
