@@ -80,17 +80,29 @@ describe.each(DATABASES)('Redis data loss on %s', (databaseName) => {
     expect(await likes(ids)).toEqual([9, 12]);
   });
 
-  it('reports at bootstrap a loss that happened while no instance ran', async () => {
-    const keyPrefix = uniquePrefix('loss-while-down');
-    const options = { database: database.options, keyPrefix, redis, synchronize: false, counter: { shards: 4 } };
+  /**
+   * An instance of a deployment of its own flushes a change and stops; then Redis loses its data (a
+   * restart without persistence) while no instance runs. Returns the deployment's app options.
+   */
+  async function flushedThenLostWhileDown(label: string) {
+    const options = {
+      database: database.options,
+      keyPrefix: uniquePrefix(label),
+      redis,
+      synchronize: false,
+      counter: { shards: 4 },
+    };
     const before = await startCounterApp(options);
     const [id] = await insertArticles(before.dataSource, [0]);
     await before.counters.increment(Article, id, 'like_count', 2);
     expect((await before.counters.flush()).error).toBeUndefined();
     await before.close();
-    // Redis loses its data (a restart without persistence) while no instance runs.
     await redis.flushdb();
+    return options;
+  }
 
+  it('reports at bootstrap a loss that happened while no instance ran', async () => {
+    const options = await flushedThenLostWhileDown('loss-while-down');
     const after = await startCounterApp(options);
     try {
       const loss = (await after.counters.status()).lastRedisDataLoss;
@@ -102,14 +114,7 @@ describe.each(DATABASES)('Redis data loss on %s', (databaseName) => {
   });
 
   it('reports a loss found by the first flush of an instance that started while Redis was unreachable', async () => {
-    const keyPrefix = uniquePrefix('loss-unreachable');
-    const options = { database: database.options, keyPrefix, redis, synchronize: false, counter: { shards: 4 } };
-    const before = await startCounterApp(options);
-    const [id] = await insertArticles(before.dataSource, [0]);
-    await before.counters.increment(Article, id, 'like_count', 2);
-    expect((await before.counters.flush()).error).toBeUndefined();
-    await before.close();
-    await redis.flushdb();
+    const options = await flushedThenLostWhileDown('loss-unreachable');
 
     // The next instance starts while Redis cannot be reached, so its bootstrap marks nothing.
     const proxy = await TcpProxy.start({ host: '127.0.0.1', port: server.port }, { mode: 'reset' });
