@@ -1,4 +1,5 @@
-import type { CountedEntity, CounterRegistry } from './counter.registry.js';
+import type { CounterRegistry } from './counter.registry.js';
+import type { CountedEntity } from './model/counted-entity.js';
 
 export interface CountedInstance {
   entity: CountedEntity;

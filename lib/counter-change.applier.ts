@@ -3,7 +3,8 @@ import { Inject, Injectable } from '@nestjs/common';
 import { COUNTER_INSTRUMENTS, MAX_IDEMPOTENCY_KEY_LENGTH } from './counter.constants.js';
 import { MESSAGES } from './counter.messages.js';
 import { CounterReader } from './counter.reader.js';
-import { CounterRegistry, type CountedEntity, type CounterField } from './counter.registry.js';
+import { CounterRegistry } from './counter.registry.js';
+import type { CountedEntity, CounterField } from './model/counted-entity.js';
 import { groupBy } from './collections.js';
 import { CounterOutOfRangeError } from './exceptions/counter-out-of-range.error.js';
 import { CounterRowNotFoundError } from './exceptions/counter-row-not-found.error.js';
@@ -18,7 +19,7 @@ import { CounterStore, type VersionedValue } from './redis/counter.store.js';
 import { RefusedChanges } from './reconcile/refused-changes.js';
 import type { IncrementOutcome, IncrementRequest } from './redis/increment.batcher.js';
 import type { ReplaceOutcome } from './reconcile/counter.reconciler.js';
-import { toRowId, type RowId } from './row-id.js';
+import { toRowId, type RowId } from './model/row-id.js';
 import { SeedRetry } from './seed.retry.js';
 import { loneSurrogateAt } from './well-formed-text.js';
 

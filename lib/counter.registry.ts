@@ -1,52 +1,8 @@
 import { Injectable } from '@nestjs/common';
-import type { EntityMetadata } from 'typeorm';
 import { MESSAGES } from './counter.messages.js';
 import { UnknownCountedEntityError } from './exceptions/unknown-counted-entity.error.js';
 import { UnknownCounterError } from './exceptions/unknown-counter.error.js';
-import type { CounterSource } from './interfaces/counted-options.interface.js';
-import type { EntityClass } from './interfaces/entity-class.interface.js';
-
-/** TypeORM's column metadata, named from the package's root: a deep import would tie us to its file layout. */
-export type ColumnMetadata = EntityMetadata['columns'][number];
-
-/** The values an integer primary column can hold, both ends included. */
-export interface IdRange {
-  min: bigint;
-  max: bigint;
-}
-
-/** One counted column of an entity. */
-export interface CounterField {
-  name: string;
-  propertyName: string;
-  column: ColumnMetadata;
-  /** Where its true value comes from, if declared (`recount`, `audit`). */
-  source?: CounterSource;
-  min: number;
-  max: number;
-}
-
-/** What the module knows about one counted entity. */
-export interface CountedEntity {
-  target: EntityClass;
-  /** The class name, for messages. */
-  name: string;
-  /** The entity's part of every Redis key: its table path. */
-  key: string;
-  metadata: EntityMetadata;
-  primary: ColumnMetadata;
-  /** Whether ids are integers (validated and sent as numbers) or strings. */
-  numericId: boolean;
-  /** The ids the integer primary column can hold; an id outside is refused before any query. */
-  idRange?: IdRange;
-  /** Whether string ids are UUIDs, which the database compares without regard to case. */
-  uuidId: boolean;
-  /** The characters a string id may have: its column's declared length (`varchar(n)`), if any. */
-  idMaxLength?: number;
-  counters: CounterField[];
-  /** The counters' names, in the same order: one array, made once, for every Redis call that names them. */
-  counterNames: string[];
-}
+import type { CountedEntity, CounterField } from './model/counted-entity.js';
 
 /** Counted entities by class; filled once at bootstrap by the explorer. */
 @Injectable()

@@ -1,7 +1,8 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import { COUNTER_INSTRUMENTS, COUNTER_OPTIONS, COUNTER_TRACER } from '../counter.constants.js';
 import { MESSAGES } from '../counter.messages.js';
-import { CounterRegistry, type CountedEntity } from '../counter.registry.js';
+import { CounterRegistry } from '../counter.registry.js';
+import type { CountedEntity } from '../model/counted-entity.js';
 import type { ResolvedCounterOptions } from '../interfaces/resolved-counter-options.interface.js';
 import type { FlushReport } from '../interfaces/flush-report.interface.js';
 import type { CounterInstruments } from '../metrics/counter.instruments.js';

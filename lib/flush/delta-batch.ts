@@ -1,7 +1,7 @@
-import type { CountedEntity } from '../counter.registry.js';
+import type { CountedEntity } from '../model/counted-entity.js';
 import type { CounterKeys } from '../redis/counter.keys.js';
 import type { BatchRows } from '../redis/claim/claimed-batch.reader.js';
-import type { DeltaBatch } from '../sql/delta-batch.model.js';
+import type { DeltaBatch } from '../model/delta-batch.js';
 
 /** A claimed batch as the database takes it, and what its acknowledgement needs to name its rows in Redis. */
 export interface ConvertedBatch {

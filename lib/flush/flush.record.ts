@@ -1,6 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { MESSAGES } from '../counter.messages.js';
-import type { CountedEntity } from '../counter.registry.js';
+import type { CountedEntity } from '../model/counted-entity.js';
 import { failureReasonOf, type CounterFailureReason } from '../exceptions/counter-failure-reason.js';
 import type { RedisDataLossReport } from '../interfaces/counter-status.interface.js';
 

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { CountedEntity } from '../counter.registry.js';
+import type { CountedEntity } from '../model/counted-entity.js';
 import { CounterDatabaseUnavailableError } from '../exceptions/counter-database-unavailable.error.js';
 import { CounterStoreUnavailableError } from '../exceptions/counter-store-unavailable.error.js';
 import type { FlushReport } from '../interfaces/flush-report.interface.js';

@@ -1,4 +1,4 @@
-import type { CountedEntity, CounterField } from '../counter.registry.js';
+import type { CountedEntity, CounterField } from '../model/counted-entity.js';
 import type { CounterStatus } from '../interfaces/counter-status.interface.js';
 import type { FlushReport } from '../interfaces/flush-report.interface.js';
 

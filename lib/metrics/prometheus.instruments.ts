@@ -1,5 +1,5 @@
 import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { CountedEntity, CounterField } from '../counter.registry.js';
+import type { CountedEntity, CounterField } from '../model/counted-entity.js';
 import { CounterOutOfRangeError } from '../exceptions/counter-out-of-range.error.js';
 import { CounterRowNotFoundError } from '../exceptions/counter-row-not-found.error.js';
 import { InvalidCounterDeltaError } from '../exceptions/invalid-counter-delta.error.js';

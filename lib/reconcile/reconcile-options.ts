@@ -1,9 +1,9 @@
 import { MESSAGES } from '../counter.messages.js';
-import type { CountedEntity } from '../counter.registry.js';
+import type { CountedEntity } from '../model/counted-entity.js';
 import { InvalidCounterIdError } from '../exceptions/invalid-counter-id.error.js';
 import { InvalidCounterOptionError } from '../exceptions/invalid-counter-option.error.js';
 import type { AuditOptions, RecountOptions } from '../interfaces/reconcile.interface.js';
-import { toRowId } from '../row-id.js';
+import { toRowId } from '../model/row-id.js';
 
 /** Rows read from the source and compared per step, unless the caller says otherwise. */
 export const DEFAULT_BATCH_SIZE = 1000;

@@ -1,7 +1,8 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { COUNTER_OPTIONS } from '../counter.constants.js';
 import { MESSAGES } from '../counter.messages.js';
-import { CounterRegistry, type CountedEntity, type CounterField } from '../counter.registry.js';
+import { CounterRegistry } from '../counter.registry.js';
+import type { CountedEntity, CounterField } from '../model/counted-entity.js';
 import { CounterStoreUnavailableError } from '../exceptions/counter-store-unavailable.error.js';
 import type { EntityClass } from '../interfaces/entity-class.interface.js';
 import type { ResolvedCounterOptions } from '../interfaces/resolved-counter-options.interface.js';

@@ -1,5 +1,5 @@
 import type { DataSource, EntityManager } from 'typeorm';
-import type { CountedEntity } from '../counter.registry.js';
+import type { CountedEntity } from '../model/counted-entity.js';
 import type { CounterDialect } from './counter-dialect.js';
 import { onPrimary } from './on-primary.js';
 

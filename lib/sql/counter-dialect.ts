@@ -1,14 +1,5 @@
-import type { IdRange } from '../counter.registry.js';
-
-/**
- * Rows of a batch, column by column: row r's id as bound in SQL is `ids[r]`, and its delta for column c
- * `deltas[r * width + c]`, width being the number of columns updated.
- */
-export interface DeltaRows {
-  ids: Array<string | number>;
-  /** A transaction's merged rows hold theirs in a Float64Array (see merge-batches.ts). */
-  deltas: number[] | Float64Array;
-}
+import type { IdRange } from '../model/counted-entity.js';
+import type { DeltaRows } from '../model/delta-batch.js';
 
 /** The target of one set-based UPDATE, with identifiers already quoted by the driver. */
 export interface DeltaTarget {

@@ -2,7 +2,8 @@ import { Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs
 import type { DataSource } from 'typeorm';
 import { COUNTER_DATA_SOURCE } from '../counter.constants.js';
 import { MESSAGES } from '../counter.messages.js';
-import { CounterRegistry, type CounterField } from '../counter.registry.js';
+import { CounterRegistry } from '../counter.registry.js';
+import type { CounterField } from '../model/counted-entity.js';
 import { CounterDatabase } from './counter.database.js';
 
 /** The count a probe asks the database for: any small one each integer type holds. */

@@ -3,7 +3,7 @@ import type { CounterDialect } from './counter-dialect.js';
 import { quotedTablePath } from './counter-dialect.js';
 import { onPrimary } from './on-primary.js';
 import { CounterLedgerEntry } from './counter-ledger.entity.js';
-import type { DeltaBatch } from './delta-batch.model.js';
+import type { DeltaBatch } from '../model/delta-batch.js';
 
 /** The columns a batch's ledger row fills, by property. */
 const COLUMNS = ['batchId', 'entity', 'shard', 'rowCount', 'appliedAt'] as const;

@@ -1,6 +1,5 @@
-import type { CounterField } from '../counter.registry.js';
-import type { DeltaRows } from './counter-dialect.js';
-import type { DeltaBatch } from './delta-batch.model.js';
+import type { CounterField } from '../model/counted-entity.js';
+import type { DeltaBatch, DeltaRows } from '../model/delta-batch.js';
 
 /**
  * One entity's batches as one set of rows sorted by id (so that two flushers lock rows in one order),

@@ -6,10 +6,10 @@ import {
   fixedIntegerRange,
   isDataException,
   type CounterDialect,
-  type DeltaRows,
   type DeltaTarget,
   type Statement,
 } from './counter-dialect.js';
+import type { DeltaRows } from '../model/delta-batch.js';
 
 const ER_DUP_ENTRY = 1062;
 const ER_LOCK_WAIT_TIMEOUT = 1205;

@@ -5,10 +5,10 @@ import {
   fixedIntegerRange,
   isDataException,
   type CounterDialect,
-  type DeltaRows,
   type DeltaTarget,
   type Statement,
 } from './counter-dialect.js';
+import type { DeltaRows } from '../model/delta-batch.js';
 
 const UNIQUE_VIOLATION = '23505';
 const DEADLOCK_DETECTED = '40P01';

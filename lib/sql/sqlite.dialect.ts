@@ -3,10 +3,10 @@ import {
   driverErrorOf,
   rowParams,
   type CounterDialect,
-  type DeltaRows,
   type DeltaTarget,
   type Statement,
 } from './counter-dialect.js';
+import type { DeltaRows } from '../model/delta-batch.js';
 
 const DUPLICATE = new Set(['SQLITE_CONSTRAINT_PRIMARYKEY', 'SQLITE_CONSTRAINT_UNIQUE']);
 /** A value SQLite cannot take: of the wrong type for its column, or too big. */

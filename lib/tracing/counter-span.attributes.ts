@@ -1,6 +1,6 @@
-import type { CountedEntity } from '../counter.registry.js';
+import type { CountedEntity } from '../model/counted-entity.js';
 import type { FlushReport } from '../interfaces/flush-report.interface.js';
-import type { DeltaBatch } from '../sql/delta-batch.model.js';
+import type { DeltaBatch } from '../model/delta-batch.js';
 import type { CounterSpanAttributes } from './counter.tracer.js';
 
 /** The module's span names and attributes, in one place (README, "Tracing"). */

@@ -4,7 +4,7 @@ import { CounterKeys } from '../../lib/redis/counter.keys.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { QueryRunner } from 'typeorm';
 import { CounterDatabase } from '../../lib/sql/counter.database.js';
-import type { DeltaBatch } from '../../lib/sql/delta-batch.model.js';
+import type { DeltaBatch } from '../../lib/model/delta-batch.js';
 import type { FlushReport } from '../../lib/interfaces/index.js';
 import { startCounterApp, type CounterApp } from '../support/counter-app.js';
 import { deleteKeys, uniquePrefix } from '../support/redis.js';

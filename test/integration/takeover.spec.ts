@@ -4,7 +4,7 @@ import { MESSAGES } from '../../lib/counter.messages.js';
 import { CounterLedgerEntry, type CounterModuleOptions } from '../../lib/index.js';
 import { FlushStore } from '../../lib/redis/flush.store.js';
 import { CounterDatabase } from '../../lib/sql/counter.database.js';
-import type { DeltaBatch } from '../../lib/sql/delta-batch.model.js';
+import type { DeltaBatch } from '../../lib/model/delta-batch.js';
 import { Article } from '../fixtures/entities.js';
 import { startCounterApp, type CounterApp } from '../support/counter-app.js';
 import { createTestDatabase, type TestDatabase } from '../support/databases.js';

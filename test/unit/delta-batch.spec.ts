@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { CountedEntity, CounterField } from '../../lib/counter.registry.js';
+import type { CountedEntity, CounterField } from '../../lib/model/counted-entity.js';
 import { toDeltaBatch } from '../../lib/flush/delta-batch.js';
 import { CounterKeys } from '../../lib/redis/counter.keys.js';
 

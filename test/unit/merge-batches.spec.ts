@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { CountedEntity, CounterField } from '../../lib/counter.registry.js';
-import type { DeltaBatch } from '../../lib/sql/delta-batch.model.js';
+import type { CountedEntity, CounterField } from '../../lib/model/counted-entity.js';
+import type { DeltaBatch } from '../../lib/model/delta-batch.js';
 import { mergeBatches } from '../../lib/sql/merge-batches.js';
 
 // A transaction writes its rows in id order, so that two flushers lock rows alike. The merge sorts

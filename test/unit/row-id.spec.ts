@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { CountedEntity } from '../../lib/counter.registry.js';
+import type { CountedEntity } from '../../lib/model/counted-entity.js';
 import { InvalidCounterIdError } from '../../lib/index.js';
-import { toRowId } from '../../lib/row-id.js';
+import { toRowId } from '../../lib/model/row-id.js';
 
 const entity = (numericId: boolean, uuidId = false, idMaxLength?: number) =>
   ({ name: 'Article', numericId, uuidId, idMaxLength }) as CountedEntity;

@@ -4,7 +4,7 @@ import { FlushPipeline } from '../../../lib/flush/flush.pipeline.js';
 import { CounterKeys } from '../../../lib/redis/counter.keys.js';
 import { FlushStore } from '../../../lib/redis/flush.store.js';
 import { CounterDatabase } from '../../../lib/sql/counter.database.js';
-import type { DeltaBatch } from '../../../lib/sql/delta-batch.model.js';
+import type { DeltaBatch } from '../../../lib/model/delta-batch.js';
 import type { CounterApp } from '../../support/counter-app.js';
 import { useCounterSuite } from '../../support/counter-suite.js';
 import { DATABASES } from '../../support/databases.js';

@@ -3,7 +3,7 @@ import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { CounterKeys } from '../../../lib/redis/counter.keys.js';
 import { FlushPipeline } from '../../../lib/flush/flush.pipeline.js';
 import { CounterDatabase } from '../../../lib/sql/counter.database.js';
-import type { DeltaBatch } from '../../../lib/sql/delta-batch.model.js';
+import type { DeltaBatch } from '../../../lib/model/delta-batch.js';
 import type { CounterApp } from '../../support/counter-app.js';
 import { Article, ENTITIES } from '../../fixtures/entities.js';
 import { nodeOfTrip, type RoundTrips } from '../../support/redis-traffic.js';

@@ -1,7 +1,7 @@
-import { MESSAGES } from './counter.messages.js';
-import type { CountedEntity, IdRange } from './counter.registry.js';
-import { InvalidCounterIdError } from './exceptions/invalid-counter-id.error.js';
-import { loneSurrogateAt } from './well-formed-text.js';
+import { MESSAGES } from '../counter.messages.js';
+import type { CountedEntity, IdRange } from './counted-entity.js';
+import { InvalidCounterIdError } from '../exceptions/invalid-counter-id.error.js';
+import { loneSurrogateAt } from '../well-formed-text.js';
 
 /** A row id as the module handles it: one canonical string for keys, one value for SQL. */
 export interface RowId {
