@@ -7,17 +7,17 @@ import { Article } from '../fixtures/entities.js';
 import { deleteKeys, REDIS_URL, testRedis, uniquePrefix } from '../support/redis.js';
 import { articleCounts, insertArticles } from '../support/rows.js';
 
-/** The ACL rules the README gives for the module's Redis user, from its `ACL SETUSER` line. */
+/** The ACL rules docs/OPERATING.md gives for the module's Redis user, from its `ACL SETUSER` line. */
 function documentedRules(): string[] {
-  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
-  const line = /`ACL SETUSER counters on >secret (.+?)`/.exec(readme);
-  if (!line) throw new Error('README.md gives no ACL SETUSER line for the module');
+  const operating = readFileSync(new URL('../../docs/OPERATING.md', import.meta.url), 'utf8');
+  const line = /`ACL SETUSER counters on >secret (.+?)`/.exec(operating);
+  if (!line) throw new Error('docs/OPERATING.md gives no ACL SETUSER line for the module');
   return line[1].split(' ');
 }
 
-// The README's "The ACL it needs": a user with just those rules runs every path of the module (loads,
+// docs/OPERATING.md's "The ACL it needs": a user with just those rules runs every path of the module (loads,
 // changes, reads, flushes with DUMP, status) without a refusal. Redis only, so one database is enough.
-describe('the Redis ACL the README documents', () => {
+describe('the Redis ACL docs/OPERATING.md documents', () => {
   const prefix = uniquePrefix('acl');
   const user = `${prefix}-user`;
   const redis = testRedis();
