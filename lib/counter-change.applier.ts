@@ -18,7 +18,6 @@ import { CounterKeys, type ShardKeys } from './redis/counter.keys.js';
 import { CounterStore, type VersionedValue } from './redis/counter.store.js';
 import { RefusedChanges } from './reconcile/refused-changes.js';
 import type { IncrementOutcome, IncrementRequest } from './redis/increment.batcher.js';
-import type { ReplaceOutcome } from './reconcile/counter.reconciler.js';
 import { toRowId, type RowId } from './model/row-id.js';
 import { SeedRetry } from './seed.retry.js';
 import { loneSurrogateAt } from './well-formed-text.js';
@@ -195,6 +194,9 @@ export class CounterChangeApplier {
     throw new CounterSeedContentionError(MESSAGES.seedContended(counted.name, rowId.text));
   }
 }
+
+/** What a compare-and-set of a counter did (see `CounterChangeApplier.replace`). */
+export type ReplaceOutcome = 'applied' | 'changed' | 'out-of-range';
 
 /** A counter of a row, validated and addressed: what its errors name, and where it lives. */
 interface AddressedCounter {
