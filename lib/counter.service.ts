@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { CounterChangeApplier } from './counter-change.applier.js';
 import { CounterOverlay } from './counter.overlay.js';
-import { MESSAGES } from './counter.messages.js';
 import { CounterReader } from './counter.reader.js';
 import { CounterRegistry } from './counter.registry.js';
 import { CounterStatusReader } from './counter-status.reader.js';
@@ -85,7 +84,7 @@ export class CounterService {
     const field = this.registry.counter(counted, counter);
     const rowId = toRowId(counted, id);
     const [values] = await this.reader.read([{ entity: counted, id: rowId }], true);
-    if (!values) throw new CounterRowNotFoundError(MESSAGES.rowNotFound(counted.name, rowId.text));
+    if (!values) throw CounterRowNotFoundError.of(counted.name, rowId.text);
     return values[counted.counters.indexOf(field)];
   }
 
