@@ -10,7 +10,16 @@ export interface RowId {
   sql: string | number;
 }
 
-const INTEGER_TEXT = /^-?(0|[1-9]\d*)$/;
+/** Decides whether a string is taken as the id of an integer key: digits without a leading zero ('017' is refused). */
+const INTEGER_ID_TEXT = /^-?(0|[1-9]\d*)$/;
+
+/**
+ * Decides whether a row's shard goes by its run of 100 ids (`CounterKeys.shardOf`): a sign and digits,
+ * leading zeros included. Wider than INTEGER_ID_TEXT because string keys reach it too ('0123', a varchar
+ * of digits): narrowing it would move their rows to other shards.
+ */
+export const RUN_SHARDED_ID_TEXT = /^-?\d+$/;
+
 const UUID_TEXT = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Validates an id against the entity's primary key type. Throws InvalidCounterIdError. */
@@ -21,7 +30,7 @@ export function toRowId(entity: CountedEntity, id: unknown): RowId {
         ? String(id)
         : typeof id === 'bigint'
           ? id.toString()
-          : typeof id === 'string' && INTEGER_TEXT.test(id)
+          : typeof id === 'string' && INTEGER_ID_TEXT.test(id)
             ? id
             : undefined;
     if (text === undefined) throw InvalidCounterIdError.notOfType(entity.name, id, 'integers');
