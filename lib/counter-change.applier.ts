@@ -18,7 +18,6 @@ import { CounterKeys, type ShardKeys } from './redis/counter.keys.js';
 import { CounterStore, type VersionedValue } from './redis/counter.store.js';
 import { RefusedChanges } from './reconcile/refused-changes.js';
 import type { IncrementOutcome, IncrementRequest } from './redis/increment.batcher.js';
-import type { ReplaceOutcome } from './reconcile/counter.reconciler.js';
 import { toRowId, type RowId } from './model/row-id.js';
 import { SeedRetry } from './seed.retry.js';
 import { loneSurrogateAt } from './well-formed-text.js';
@@ -185,16 +184,24 @@ export class CounterChangeApplier {
     for (let attempt = 1; ; attempt++) {
       if (outcome.kind === 'applied' || outcome.kind === 'already-applied') return outcome;
       if (outcome.kind === 'out-of-range') {
-        throw outOfRange(counted, field, outcome.current, deltaFrom(outcome.current));
+        throw CounterOutOfRangeError.ofChange(
+          { entity: counted.name, id: rowId.text, counter: field.name },
+          outcome.current,
+          deltaFrom(outcome.current),
+          field,
+        );
       }
       if (attempt > 1 && !(await contention.next())) break;
       const seeded = await this.reader.ensureSeeded({ entity: counted, id: rowId });
-      if (!seeded) throw new CounterRowNotFoundError(MESSAGES.rowNotFound(counted.name, rowId.text));
+      if (!seeded) throw CounterRowNotFoundError.of(counted.name, rowId.text);
       outcome = await retry();
     }
-    throw new CounterSeedContentionError(MESSAGES.seedContended(counted.name, rowId.text));
+    throw CounterSeedContentionError.of(counted.name, rowId.text);
   }
 }
+
+/** What a compare-and-set of a counter did (see `CounterChangeApplier.replace`). */
+export type ReplaceOutcome = 'applied' | 'changed' | 'out-of-range';
 
 /** A counter of a row, validated and addressed: what its errors name, and where it lives. */
 interface AddressedCounter {
@@ -229,8 +236,4 @@ function idempotencyKeyOf(options: CounterChangeOptions | undefined): string | u
 /** A counter's new version (set.lua.ts): random, so that no version a recount read ever comes back. */
 function newVersion(): string {
   return randomBytes(8).toString('hex');
-}
-
-function outOfRange(entity: CountedEntity, field: CounterField, current: number, delta: number) {
-  return new CounterOutOfRangeError(MESSAGES.outOfRange(entity.name, field.name, current, delta, field.min, field.max));
 }

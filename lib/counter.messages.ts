@@ -1,6 +1,3 @@
-const entityLabel = (target: unknown): string =>
-  typeof target === 'function' && target.name ? target.name : String(target);
-
 const lostSince = (lastFlush: Date | null): string =>
   lastFlush
     ? `after the last flush that finished before the loss (${lastFlush.toISOString()})`
@@ -18,10 +15,10 @@ const quoted = (id: unknown): string =>
       : JSON.stringify(id);
 
 export const MESSAGES = {
-  unknownEntity: (target: unknown) =>
-    `${entityLabel(target)} has no counters: decorate a numeric column with @Counted() and list the entity in ` +
+  unknownEntity: (entity: string) =>
+    `${entity} has no counters: decorate a numeric column with @Counted() and list the entity in ` +
     `the TypeORM data source the CounterModule uses.`,
-  unknownCounter: (entity: string, counter: string, known: string[]) =>
+  unknownCounter: (entity: string, counter: string, known: readonly string[]) =>
     `${entity} has no counter named "${counter}". Its counters are: ${known.join(', ')}.`,
   invalidDelta: (delta: unknown) =>
     `A counter can only change by a safe integer (between -(2^53-1) and 2^53-1); got ${String(delta)}.`,

@@ -1,6 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { COUNTER_OPTIONS, COUNTER_TRACER } from './counter.constants.js';
-import { MESSAGES } from './counter.messages.js';
 import { groupBy } from './collections.js';
 import type { RowId } from './model/row-id.js';
 import type { CountedEntity } from './model/counted-entity.js';
@@ -115,7 +114,7 @@ export class CounterReader {
       );
       pending = await this.seed(misses, result);
       if (pending.length > 0 && !(await retry.next())) {
-        throw new CounterSeedContentionError(MESSAGES.seedContended(pending[0].entity.name, pending[0].id.text));
+        throw CounterSeedContentionError.of(pending[0].entity.name, pending[0].id.text);
       }
     }
     return result;
@@ -175,7 +174,7 @@ export class CounterReader {
 function toCount(value: unknown, entity: CountedEntity, counter: string, id: string): number {
   const count = value === null || value === undefined ? 0 : Number(value);
   if (!Number.isSafeInteger(count)) {
-    throw new CounterOutOfRangeError(MESSAGES.databaseValueUnsafe(entity.name, counter, id, value));
+    throw CounterOutOfRangeError.ofDatabaseValue({ entity: entity.name, id, counter }, value);
   }
   return count;
 }

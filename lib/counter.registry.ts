@@ -1,5 +1,4 @@
 import { Injectable } from '@nestjs/common';
-import { MESSAGES } from './counter.messages.js';
 import { UnknownCountedEntityError } from './exceptions/unknown-counted-entity.error.js';
 import { UnknownCounterError } from './exceptions/unknown-counter.error.js';
 import type { CountedEntity, CounterField } from './model/counted-entity.js';
@@ -19,7 +18,7 @@ export class CounterRegistry {
 
   get(target: unknown): CountedEntity {
     const entity = this.find(target);
-    if (!entity) throw new UnknownCountedEntityError(MESSAGES.unknownEntity(target));
+    if (!entity) throw UnknownCountedEntityError.of(target);
     return entity;
   }
 
@@ -43,9 +42,7 @@ export class CounterRegistry {
 
   counter(entity: CountedEntity, name: unknown): CounterField {
     const field = this.findCounter(entity, name);
-    if (!field) {
-      throw new UnknownCounterError(MESSAGES.unknownCounter(entity.name, String(name), entity.counterNames));
-    }
+    if (!field) throw UnknownCounterError.of(entity.name, String(name), entity.counterNames);
     return field;
   }
 

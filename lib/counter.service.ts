@@ -1,59 +1,32 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
-import type { DataSource } from 'typeorm';
-import { collectCountedInstances } from './counted-instances.js';
+import { Injectable } from '@nestjs/common';
 import { CounterChangeApplier } from './counter-change.applier.js';
-import { CounterFlusher } from './flush/counter.flusher.js';
-import { FlushRecord } from './flush/flush.record.js';
-import { MESSAGES } from './counter.messages.js';
-import { CounterReader, type RowRequest } from './counter.reader.js';
+import { CounterOverlay } from './counter.overlay.js';
+import { CounterReader } from './counter.reader.js';
 import { CounterRegistry } from './counter.registry.js';
-import type { CountedEntity, CounterField } from './model/counted-entity.js';
-import { toRowId } from './model/row-id.js';
-import { COUNTER_DATA_SOURCE, COUNTER_INSTRUMENTS } from './counter.constants.js';
+import { CounterStatusReader } from './counter-status.reader.js';
 import { CounterRowNotFoundError } from './exceptions/counter-row-not-found.error.js';
-import { CounterStoreUnavailableError } from './exceptions/counter-store-unavailable.error.js';
+import { CounterFlusher } from './flush/counter.flusher.js';
 import type { CounterChangeOptions, CounterChangeOutcome } from './interfaces/counter-change.interface.js';
 import type { CounterStatus } from './interfaces/counter-status.interface.js';
 import type { EntityClass } from './interfaces/entity-class.interface.js';
 import type { FlushReport } from './interfaces/flush-report.interface.js';
 import type { AuditOptions, AuditReport, RecountOptions, RecountReport } from './interfaces/reconcile.interface.js';
+import type { CountedEntity, CounterField } from './model/counted-entity.js';
+import { toRowId } from './model/row-id.js';
 import { CounterReconciler } from './reconcile/counter.reconciler.js';
-import { CountedRowsQuery } from './sql/counted-rows.query.js';
-import { CounterDatabase } from './sql/counter.database.js';
-import { CounterValueHydrator } from './sql/counter-value.hydrator.js';
-import type { CounterInstruments } from './metrics/counter.instruments.js';
-import { CounterKeys } from './redis/counter.keys.js';
-import type { VersionedValue } from './redis/counter.store.js';
-import { FlushStore } from './redis/flush.store.js';
 
 /** The counters of entities: change them, read them live, overlay them, flush them. */
 @Injectable()
 export class CounterService {
-  private readonly logger = new Logger('CounterService');
-
   constructor(
     private readonly registry: CounterRegistry,
-    private readonly keys: CounterKeys,
-    private readonly reader: CounterReader,
-    private readonly flusher: CounterFlusher,
-    private readonly record: FlushRecord,
-    private readonly flushStore: FlushStore,
-    @Inject(COUNTER_INSTRUMENTS) private readonly instruments: CounterInstruments,
     private readonly changes: CounterChangeApplier,
-    @Inject(COUNTER_DATA_SOURCE) dataSource: DataSource,
-    database: CounterDatabase,
-    private readonly hydrator: CounterValueHydrator,
-  ) {
-    const counters = {
-      live: this.liveValues.bind(this),
-      versioned: this.versionedValues.bind(this),
-      replace: this.changes.replace.bind(this.changes),
-    };
-    const rows = new CountedRowsQuery(dataSource, database.dialect);
-    this.reconciler = new CounterReconciler(counters, rows, dataSource, this.logger);
-  }
-
-  private readonly reconciler: CounterReconciler;
+    private readonly reader: CounterReader,
+    private readonly overlays: CounterOverlay,
+    private readonly reconciler: CounterReconciler,
+    private readonly flusher: CounterFlusher,
+    private readonly statusReader: CounterStatusReader,
+  ) {}
 
   /**
    * Adds `by` (default 1) to a counter, atomically, and resolves with its new value. One Redis round trip
@@ -111,7 +84,7 @@ export class CounterService {
     const field = this.registry.counter(counted, counter);
     const rowId = toRowId(counted, id);
     const [values] = await this.reader.read([{ entity: counted, id: rowId }], true);
-    if (!values) throw new CounterRowNotFoundError(MESSAGES.rowNotFound(counted.name, rowId.text));
+    if (!values) throw CounterRowNotFoundError.of(counted.name, rowId.text);
     return values[counted.counters.indexOf(field)];
   }
 
@@ -147,36 +120,8 @@ export class CounterService {
    * what its transformer gives). When Redis is unreachable the entities keep their database values (a
    * NULL counter becomes 0, as a live read gives it) and a warning is logged.
    */
-  async overlay<T>(value: T): Promise<T> {
-    const instances = collectCountedInstances(value, this.registry);
-    const requests: Array<RowRequest & { instance: Record<string, unknown> }> = [];
-    for (const { entity, instance } of instances) {
-      const id = instance[entity.primary.propertyName];
-      if (id === undefined || id === null) continue;
-      requests.push({ entity, id: toRowId(entity, id), instance });
-    }
-    if (requests.length === 0) return value;
-    let values: Array<number[] | undefined>;
-    try {
-      values = await this.reader.read(requests, false);
-    } catch (error) {
-      if (!(error instanceof CounterStoreUnavailableError)) throw error;
-      this.logger.warn(`${MESSAGES.overlayFailed()} ${error.message}`);
-      for (const { entity, instance } of requests) {
-        for (const field of entity.counters)
-          if (instance[field.propertyName] === null) instance[field.propertyName] = this.hydrator.hydrate(field, 0);
-      }
-      return value;
-    }
-    requests.forEach(({ entity, instance }, index) => {
-      const row = values[index];
-      if (!row) return;
-      for (let counter = 0; counter < row.length; counter++) {
-        const field = entity.counters[counter];
-        instance[field.propertyName] = this.hydrator.hydrate(field, row[counter]);
-      }
-    });
-    return value;
+  overlay<T>(value: T): Promise<T> {
+    return this.overlays.overlay(value);
   }
 
   /**
@@ -201,10 +146,7 @@ export class CounterService {
   /** Compares live values with the declared source, for the rows given, a random sample, or all; changes nothing. */
   async audit(entity: EntityClass, counter: string, options?: AuditOptions): Promise<AuditReport> {
     const counted = this.registry.get(entity);
-    const field = this.registry.counter(counted, counter);
-    const report = await this.reconciler.audit(counted, field, options);
-    this.instruments.audited(counted, field, report.drifted.length);
-    return report;
+    return this.reconciler.audit(counted, this.registry.counter(counted, counter), options);
   }
 
   /** Writes every pending change to the database now (the scheduled flush does the same). */
@@ -217,54 +159,8 @@ export class CounterService {
    * and this instance's flushing (last success, last failure, data losses it detected). With Redis
    * down it still answers, with the backlog fields null. One round trip per Redis node.
    */
-  async status(): Promise<CounterStatus> {
-    const { lastSuccessfulFlushAt, lastFailedFlushAt, lastFlushError, consecutiveFailedFlushes, lastRedisDataLoss } =
-      this.record;
-    const flushing = {
-      lastSuccessfulFlushAt,
-      lastFailedFlushAt,
-      lastFlushError,
-      consecutiveFailedFlushes,
-      lastRedisDataLoss,
-    };
-    const shards = this.registry.all().flatMap((entity) => this.keys.shardsOf(entity.key));
-    try {
-      const backlog = await this.flushStore.backlog(shards);
-      const ages = backlog.flatMap((shard) => (shard.oldestAgeMs === null ? [] : [shard.oldestAgeMs]));
-      return {
-        redisAvailable: true,
-        pendingRows: backlog.reduce((sum, shard) => sum + shard.dirtyRows + shard.batchRows, 0),
-        inFlightBatches: backlog.filter((shard) => shard.batchRows > 0).length,
-        oldestPendingAgeMs: ages.length === 0 ? null : Math.max(...ages),
-        ...flushing,
-      };
-    } catch (error) {
-      if (!(error instanceof CounterStoreUnavailableError)) throw error;
-      return { redisAvailable: false, pendingRows: null, inFlightBatches: null, oldestPendingAgeMs: null, ...flushing };
-    }
-  }
-
-  private async liveValues(counted: CountedEntity, field: CounterField, ids: ReadonlyArray<string | number>) {
-    const values = await this.reader.read(
-      ids.map((id) => ({ entity: counted, id: toRowId(counted, id) })),
-      false,
-    );
-    const index = counted.counters.indexOf(field);
-    return values.map((row) => row?.[index]);
-  }
-
-  /** Live values with their versions (rows Redis lacks loaded first); undefined for a row missing from the database. */
-  private async versionedValues(
-    counted: CountedEntity,
-    field: CounterField,
-    ids: ReadonlyArray<string | number>,
-  ): Promise<Array<VersionedValue | undefined>> {
-    const values = await this.liveValues(counted, field, ids);
-    const loaded = ids.filter((_, index) => values[index] !== undefined);
-    const versioned = await this.changes.versioned(counted, field, loaded);
-    let at = 0;
-    // A row that expired since it was loaded has no version to expect: '' is none, so its set finds it changed.
-    return values.map((value) => (value === undefined ? undefined : (versioned[at++] ?? { value, version: '' })));
+  status(): Promise<CounterStatus> {
+    return this.statusReader.status();
   }
 }
 

@@ -1,36 +1,8 @@
 import { driverErrorOf } from '../sql/counter-dialect.js';
-import { CounterDatabaseUnavailableError } from './counter-database-unavailable.error.js';
-import { CounterReplicationLagError } from './counter-replication-lag.error.js';
-import { CounterStoreUnavailableError } from './counter-store-unavailable.error.js';
+import { errorKindOf, type CounterFailureReason } from './counter-error-kind.js';
 
-/**
- * What kind of failure an error was, as `status()` and the health indicator show it: a stable name that
- * says where to look, never the error's own words (which may name tables, constraints or hosts; those go
- * to the log).
- * - `redis-unavailable`: Redis could not be reached or did not answer in time.
- * - `database-unavailable`: the database could not be reached, dropped the connection or timed out.
- * - `lock-conflict`: a deadlock, lock timeout or busy database outlasted the retries.
- * - `constraint-violation`: the database refused the write by a constraint (a CHECK, a trigger, a key).
- * - `invalid-data`: the database refused a value (out of its column's range, wrong type).
- * - `replication-lag`: a claimed batch did not reach its Redis Cluster replicas in time.
- * - `unknown`: anything else; the log has the error.
- * @publicApi
- */
-export type CounterFailureReason =
-  | 'redis-unavailable'
-  | 'database-unavailable'
-  | 'lock-conflict'
-  | 'constraint-violation'
-  | 'invalid-data'
-  | 'replication-lag'
-  | 'unknown';
-
-/** The module's own errors that name their kind. */
-const OWN_ERRORS: Array<[abstract new (...args: never[]) => Error, CounterFailureReason]> = [
-  [CounterStoreUnavailableError, 'redis-unavailable'],
-  [CounterDatabaseUnavailableError, 'database-unavailable'],
-  [CounterReplicationLagError, 'replication-lag'],
-];
+/** What `failureReasonOf` gives, named where its callers import it from. */
+export type { CounterFailureReason } from './counter-error-kind.js';
 
 /** SQLSTATE classes (PostgreSQL's `code`, mysql2's `sqlState`), by their first two characters. */
 const SQLSTATE_CLASSES: Record<string, CounterFailureReason> = {
@@ -73,10 +45,13 @@ const DRIVER_CODES: Array<[string, CounterFailureReason]> = [
  */
 const CONNECTION_LOST = [/^QueryRunnerAlreadyReleased/, /^ConnectionIsNotSet/, /^Connection terminated/];
 
-/** Which kind of failure `error` was (see CounterFailureReason): every database's codes, one table. */
+/**
+ * Which kind of failure `error` was (see CounterFailureReason): the module's own errors by their kind,
+ * the others by their driver's codes, every database's in one table.
+ */
 export function failureReasonOf(error: unknown): CounterFailureReason {
-  const own = OWN_ERRORS.find(([type]) => error instanceof type);
-  if (own) return own[1];
+  const own = errorKindOf(error).failure;
+  if (own) return own;
   const driver = driverErrorOf(error);
   const code = typeof driver.code === 'string' ? driver.code : '';
   const sqlState = driver.sqlState ?? (/^[0-9A-Z]{5}$/.test(code) ? code : undefined);

@@ -13,4 +13,4 @@ export * from './invalid-counter-option.error.js';
 export * from './invalid-idempotency-key.error.js';
 export * from './unknown-counted-entity.error.js';
 export * from './unknown-counter.error.js';
-export type { CounterFailureReason } from './counter-failure-reason.js';
+export type { CounterFailureReason } from './counter-error-kind.js';

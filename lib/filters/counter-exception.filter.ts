@@ -1,17 +1,8 @@
 import { Catch, HttpStatus, Logger, type ArgumentsHost, type ExceptionFilter } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { MESSAGES } from '../counter.messages.js';
-import { CounterDatabaseUnavailableError } from '../exceptions/counter-database-unavailable.error.js';
-import { CounterOutOfRangeError } from '../exceptions/counter-out-of-range.error.js';
-import { CounterReplicationLagError } from '../exceptions/counter-replication-lag.error.js';
-import { CounterRowNotFoundError } from '../exceptions/counter-row-not-found.error.js';
-import { CounterSeedContentionError } from '../exceptions/counter-seed-contention.error.js';
-import { CounterStoreUnavailableError } from '../exceptions/counter-store-unavailable.error.js';
+import { errorKindOf } from '../exceptions/counter-error-kind.js';
 import { CounterError } from '../exceptions/counter.error.js';
-import { InvalidCounterDeltaError } from '../exceptions/invalid-counter-delta.error.js';
-import { InvalidIdempotencyKeyError } from '../exceptions/invalid-idempotency-key.error.js';
-import { InvalidCounterIdError } from '../exceptions/invalid-counter-id.error.js';
-import { InvalidCounterOptionError } from '../exceptions/invalid-counter-option.error.js';
 
 /** Seconds a client is told to wait (`Retry-After`) before it retries a change refused by an outage. */
 export const COUNTER_RETRY_AFTER_SECONDS = 5;
@@ -25,22 +16,6 @@ export interface CounterErrorResponseBody {
   /** The error's class name, e.g. 'InvalidCounterIdError'. */
   code: string;
 }
-
-type ErrorClass = abstract new (...args: never[]) => CounterError;
-
-/** The errors that are the caller's or a passing outage's, by status; any other is the app's bug (500). */
-const STATUSES: Array<[ErrorClass, HttpStatus]> = [
-  [InvalidCounterIdError, HttpStatus.BAD_REQUEST],
-  [InvalidCounterDeltaError, HttpStatus.BAD_REQUEST],
-  [InvalidIdempotencyKeyError, HttpStatus.BAD_REQUEST],
-  [InvalidCounterOptionError, HttpStatus.BAD_REQUEST],
-  [CounterRowNotFoundError, HttpStatus.NOT_FOUND],
-  [CounterOutOfRangeError, HttpStatus.CONFLICT],
-  [CounterStoreUnavailableError, HttpStatus.SERVICE_UNAVAILABLE],
-  [CounterDatabaseUnavailableError, HttpStatus.SERVICE_UNAVAILABLE],
-  [CounterReplicationLagError, HttpStatus.SERVICE_UNAVAILABLE],
-  [CounterSeedContentionError, HttpStatus.SERVICE_UNAVAILABLE],
-];
 
 const REASONS: Partial<Record<HttpStatus, string>> = {
   [HttpStatus.BAD_REQUEST]: 'Bad Request',
@@ -68,7 +43,7 @@ export class CounterExceptionFilter implements ExceptionFilter<CounterError> {
   catch(error: CounterError, host: ArgumentsHost): void {
     // Only HTTP has statuses; elsewhere (RPC, WebSockets) the transport's own handling applies.
     if (host.getType() !== 'http') throw error;
-    const status = statusOf(error);
+    const status = errorKindOf(error).httpStatus;
     const body: CounterErrorResponseBody = {
       statusCode: status,
       error: REASONS[status] ?? 'Error',
@@ -85,8 +60,4 @@ export class CounterExceptionFilter implements ExceptionFilter<CounterError> {
     }
     httpAdapter.reply(response, body, status);
   }
-}
-
-function statusOf(error: CounterError): HttpStatus {
-  return STATUSES.find(([errorClass]) => error instanceof errorClass)?.[1] ?? HttpStatus.INTERNAL_SERVER_ERROR;
 }

@@ -13,7 +13,7 @@ import { MESSAGES } from '../counter.messages.js';
 import { CounterConfigurationError } from '../exceptions/counter-configuration.error.js';
 import type { ResolvedCounterOptions } from '../interfaces/resolved-counter-options.interface.js';
 import type { FlushReport } from '../interfaces/flush-report.interface.js';
-import { CounterService } from '../counter.service.js';
+import { CounterStatusReader } from '../counter-status.reader.js';
 import { CounterFlusher } from './counter.flusher.js';
 import { addCronJob } from '../peer-compat.js';
 import { loadCronJob } from './cron-job.loader.js';
@@ -39,7 +39,7 @@ export class CounterFlushScheduler implements OnApplicationBootstrap, BeforeAppl
   constructor(
     private readonly flusher: CounterFlusher,
     private readonly record: FlushRecord,
-    private readonly counters: CounterService,
+    private readonly counters: CounterStatusReader,
     @Inject(COUNTER_OPTIONS) private readonly options: ResolvedCounterOptions,
     @Optional() private readonly schedulerRegistry?: SchedulerRegistry,
   ) {}

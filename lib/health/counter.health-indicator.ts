@@ -2,7 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import type { HealthIndicatorResult } from '@nestjs/terminus';
 import { MESSAGES } from '../counter.messages.js';
 import { resolveHealthOptions } from '../counter-options.js';
-import { CounterService } from '../counter.service.js';
+import { CounterStatusReader } from '../counter-status.reader.js';
 import { failureReasonOf } from '../exceptions/counter-failure-reason.js';
 import type { CounterHealthOptions } from '../interfaces/counter-health-options.interface.js';
 import type { CounterStatus } from '../interfaces/counter-status.interface.js';
@@ -22,7 +22,7 @@ export class CounterHealthIndicator {
   private readonly logger = new Logger('CounterHealthIndicator');
 
   constructor(
-    private readonly counters: CounterService,
+    private readonly statusReader: CounterStatusReader,
     private readonly eviction: EvictionPolicyCheck,
   ) {}
 
@@ -41,7 +41,7 @@ export class CounterHealthIndicator {
     const session = (await terminusHealthIndicators()).check(key);
     let status: CounterStatus;
     try {
-      status = await this.counters.status();
+      status = await this.statusReader.status();
     } catch (error) {
       // A health check may be public: the error's words go to the log, its kind to the check.
       const message = MESSAGES.healthStatusFailed(failureReasonOf(error));

@@ -1,4 +1,4 @@
-import type { CounterFailureReason } from '../exceptions/counter-failure-reason.js';
+import type { CounterFailureReason } from '../exceptions/counter-error-kind.js';
 
 /** A loss of counter data in Redis, as detected by this instance. */
 export interface RedisDataLossReport {

@@ -1,12 +1,6 @@
 import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { CountedEntity, CounterField } from '../model/counted-entity.js';
-import { CounterOutOfRangeError } from '../exceptions/counter-out-of-range.error.js';
-import { CounterRowNotFoundError } from '../exceptions/counter-row-not-found.error.js';
-import { InvalidCounterDeltaError } from '../exceptions/invalid-counter-delta.error.js';
-import { InvalidCounterIdError } from '../exceptions/invalid-counter-id.error.js';
-import { InvalidIdempotencyKeyError } from '../exceptions/invalid-idempotency-key.error.js';
-import { UnknownCountedEntityError } from '../exceptions/unknown-counted-entity.error.js';
-import { UnknownCounterError } from '../exceptions/unknown-counter.error.js';
+import { errorKindOf } from '../exceptions/counter-error-kind.js';
 import type { ResolvedMetricsOptions } from '../interfaces/resolved-counter-options.interface.js';
 import type { CounterStatus } from '../interfaces/counter-status.interface.js';
 import type { FlushReport } from '../interfaces/flush-report.interface.js';
@@ -15,20 +9,6 @@ import { BacklogSources } from './backlog.sources.js';
 import type { CounterInstruments, DumpFallbackReason } from './counter.instruments.js';
 
 type PromClient = typeof import('prom-client');
-
-/**
- * The `reason` label of a refused change, by the error it was refused with; an error of bad input that
- * is not listed here is not counted as a refusal.
- */
-const REFUSALS: Array<[abstract new (...args: never[]) => Error, string]> = [
-  [CounterOutOfRangeError, 'out_of_range'],
-  [InvalidCounterDeltaError, 'invalid_delta'],
-  [InvalidCounterIdError, 'invalid_id'],
-  [InvalidIdempotencyKeyError, 'invalid_idempotency_key'],
-  [UnknownCountedEntityError, 'unknown_entity'],
-  [UnknownCounterError, 'unknown_counter'],
-  [CounterRowNotFoundError, 'row_not_found'],
-];
 
 /** The `entity` or `counter` label of a refusal whose name is not the registry's: one series for all of them. */
 const UNKNOWN_LABEL = 'unknown';
@@ -114,7 +94,7 @@ export class PrometheusInstruments implements CounterInstruments {
   }
 
   changeFailed(entity: CountedEntity | undefined, counter: CounterField | undefined, error: unknown): void {
-    const reason = REFUSALS.find(([type]) => error instanceof type)?.[1];
+    const reason = errorKindOf(error).refusal;
     if (reason) this.refusals.labels(entity?.name ?? UNKNOWN_LABEL, counter?.name ?? UNKNOWN_LABEL, reason).inc();
   }
 

@@ -1,4 +1,3 @@
-import { MESSAGES } from '../counter.messages.js';
 import type { CountedEntity, IdRange } from './counted-entity.js';
 import { InvalidCounterIdError } from '../exceptions/invalid-counter-id.error.js';
 import { loneSurrogateAt } from '../well-formed-text.js';
@@ -11,7 +10,16 @@ export interface RowId {
   sql: string | number;
 }
 
-const INTEGER_TEXT = /^-?(0|[1-9]\d*)$/;
+/** Decides whether a string is taken as the id of an integer key: digits without a leading zero ('017' is refused). */
+const INTEGER_ID_TEXT = /^-?(0|[1-9]\d*)$/;
+
+/**
+ * Decides whether a row's shard goes by its run of 100 ids (`CounterKeys.shardOf`): a sign and digits,
+ * leading zeros included. Wider than INTEGER_ID_TEXT because string keys reach it too ('0123', a varchar
+ * of digits): narrowing it would move their rows to other shards.
+ */
+export const RUN_SHARDED_ID_TEXT = /^-?\d+$/;
+
 const UUID_TEXT = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Validates an id against the entity's primary key type. Throws InvalidCounterIdError. */
@@ -22,16 +30,16 @@ export function toRowId(entity: CountedEntity, id: unknown): RowId {
         ? String(id)
         : typeof id === 'bigint'
           ? id.toString()
-          : typeof id === 'string' && INTEGER_TEXT.test(id)
+          : typeof id === 'string' && INTEGER_ID_TEXT.test(id)
             ? id
             : undefined;
-    if (text === undefined) throw new InvalidCounterIdError(MESSAGES.invalidId(entity.name, id, 'integers'));
+    if (text === undefined) throw InvalidCounterIdError.notOfType(entity.name, id, 'integers');
     // A safe integer's own text and value are canonical: '-0' is row 0, as the database sees it.
     const asNumber = Object.is(Number(text), -0) ? 0 : Number(text);
     const safe = Number.isSafeInteger(asNumber);
     // The database would refuse the query (PostgreSQL's 22003) or compare wrapped values: refuse it here.
     if (entity.idRange && !inRange(entity.idRange, safe ? asNumber : BigInt(text))) {
-      throw new InvalidCounterIdError(MESSAGES.idOutOfRange(entity.name, id, entity.idRange.min, entity.idRange.max));
+      throw InvalidCounterIdError.outOfRange(entity.name, id, entity.idRange);
     }
     return safe ? { text: String(asNumber), sql: asNumber } : { text, sql: text };
   }
@@ -40,15 +48,15 @@ export function toRowId(entity: CountedEntity, id: unknown): RowId {
     id === '' ||
     (typeof id === 'number' && !Number.isFinite(id))
   ) {
-    throw new InvalidCounterIdError(MESSAGES.invalidId(entity.name, id, 'non-empty strings'));
+    throw InvalidCounterIdError.notOfType(entity.name, id, 'non-empty strings');
   }
   if (entity.uuidId) {
-    if (!UUID_TEXT.test(String(id))) throw new InvalidCounterIdError(MESSAGES.invalidId(entity.name, id, 'UUIDs'));
+    if (!UUID_TEXT.test(String(id))) throw InvalidCounterIdError.notOfType(entity.name, id, 'UUIDs');
     const text = canonicalIdText(entity, id);
     return { text, sql: text };
   }
   const text = String(id);
-  checkText(entity, text);
+  checkText(entity, id, text);
   return { text, sql: text };
 }
 
@@ -64,16 +72,16 @@ export function canonicalIdText(entity: CountedEntity, id: unknown): string {
  * Refuses a string key that could not reach Redis and the database as sent (a lone surrogate becomes
  * U+FFFD in UTF-8, PostgreSQL refuses NUL) or that its column cannot hold, before any query.
  */
-function checkText(entity: CountedEntity, text: string): void {
+function checkText(entity: CountedEntity, id: string | number, text: string): void {
   const surrogate = loneSurrogateAt(text);
-  if (surrogate !== -1) throw new InvalidCounterIdError(MESSAGES.idNotText(entity.name, 'surrogate', surrogate));
+  if (surrogate !== -1) throw InvalidCounterIdError.notText(entity.name, id, 'surrogate', surrogate);
   const nul = text.indexOf('\u0000');
-  if (nul !== -1) throw new InvalidCounterIdError(MESSAGES.idNotText(entity.name, 'nul', nul));
+  if (nul !== -1) throw InvalidCounterIdError.notText(entity.name, id, 'nul', nul);
   // Databases count characters, not UTF-16 units; a text no longer in units than the limit fits in any case.
   const max = entity.idMaxLength;
   if (max !== undefined && text.length > max) {
     const characters = [...text].length;
-    if (characters > max) throw new InvalidCounterIdError(MESSAGES.idTooLong(entity.name, max, characters));
+    if (characters > max) throw InvalidCounterIdError.tooLong(entity.name, id, max, characters);
   }
 }
 

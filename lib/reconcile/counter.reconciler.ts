@@ -1,49 +1,23 @@
-import type { Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
 import { chunks } from '../collections.js';
+import { COUNTER_DATA_SOURCE, COUNTER_INSTRUMENTS } from '../counter.constants.js';
+import { CounterChangeApplier } from '../counter-change.applier.js';
 import { MESSAGES } from '../counter.messages.js';
+import { CounterReader } from '../counter.reader.js';
 import type { CountedEntity, CounterField } from '../model/counted-entity.js';
 import { CounterConfigurationError } from '../exceptions/counter-configuration.error.js';
 import type { CounterSource } from '../interfaces/counted-options.interface.js';
 import type { AuditOptions, AuditReport, RecountOptions, RecountReport } from '../interfaces/reconcile.interface.js';
+import type { CounterInstruments } from '../metrics/counter.instruments.js';
 import { toRowId } from '../model/row-id.js';
 import type { VersionedValue } from '../redis/counter.store.js';
-import type { CountedRowsQuery } from '../sql/counted-rows.query.js';
+import { CountedRowsQuery } from '../sql/counted-rows.query.js';
 import { onPrimary } from '../sql/on-primary.js';
 import { auditScope, recountScope, type ReconcileScope } from './reconcile-options.js';
 
 /** Times a row that keeps changing is read and compared again before the recount leaves it (`skipped`). */
 const RECOUNT_ROUNDS = 3;
-
-/** What a compare-and-set of a counter did (see `ReconciledCounters.replace`). */
-export type ReplaceOutcome = 'applied' | 'changed' | 'out-of-range';
-
-/** What the reconciler needs of the service: live values (loading rows Redis lacks), and changes. */
-export interface ReconciledCounters {
-  /** Per id, the live value of the counter; undefined for a row missing from the database. */
-  live(
-    entity: CountedEntity,
-    field: CounterField,
-    ids: ReadonlyArray<string | number>,
-  ): Promise<Array<number | undefined>>;
-  /** Per id, the counter's live value and version, read at once; undefined for a row missing from the database. */
-  versioned(
-    entity: CountedEntity,
-    field: CounterField,
-    ids: ReadonlyArray<string | number>,
-  ): Promise<Array<VersionedValue | undefined>>;
-  /**
-   * Sets the counter to `value` only while its live value and version are `expected`: 'changed' when
-   * either moved, 'out-of-range' when the value is outside the counter's bounds (nothing written either way).
-   */
-  replace(
-    entity: CountedEntity,
-    field: CounterField,
-    id: string | number,
-    expected: VersionedValue,
-    value: number,
-  ): Promise<ReplaceOutcome>;
-}
 
 /** A source value that is not a safe integer: the number, or the text of anything else. */
 interface Unusable {
@@ -72,12 +46,17 @@ type LiveRead = (ids: Array<string | number>) => Promise<Array<VersionedValue | 
  * That window, the commit-to-increment delay plus the gap between the two reads, is named in
  * docs/DESIGN.md (G9). A source value the counter cannot take is reported (`refused`), and the walk goes on.
  */
+@Injectable()
 export class CounterReconciler {
+  /** Progress is logged under the name users call the recount by. */
+  private readonly logger = new Logger('CounterService');
+
   constructor(
-    private readonly counters: ReconciledCounters,
+    private readonly reader: CounterReader,
+    private readonly changes: CounterChangeApplier,
     private readonly rows: CountedRowsQuery,
-    private readonly dataSource: DataSource,
-    private readonly logger: Logger,
+    @Inject(COUNTER_DATA_SOURCE) private readonly dataSource: DataSource,
+    @Inject(COUNTER_INSTRUMENTS) private readonly instruments: CounterInstruments,
   ) {}
 
   async recount(entity: CountedEntity, field: CounterField, options?: RecountOptions): Promise<RecountReport> {
@@ -88,7 +67,7 @@ export class CounterReconciler {
       let pending = ids;
       for (let round = 1; pending.length > 0; round++) {
         const { checked, differences } = await this.compare(entity, source, pending, (ids) =>
-          this.counters.versioned(entity, field, ids),
+          this.versionedValues(entity, field, ids),
         );
         if (round === 1) report.checked += checked;
         const settable: Array<{ id: string | number; live: VersionedValue; source: number }> = [];
@@ -103,7 +82,7 @@ export class CounterReconciler {
           break;
         }
         const outcomes = await Promise.all(
-          settable.map(({ id, live, source: value }) => this.counters.replace(entity, field, id, live, value)),
+          settable.map(({ id, live, source: value }) => this.changes.replace(entity, field, id, live, value)),
         );
         pending = [];
         settable.forEach(({ id, live, source: value }, index) => {
@@ -130,7 +109,7 @@ export class CounterReconciler {
         : chunks(await this.rows.sample(entity, scope.sample), scope.batchSize);
     for await (const ids of batches) {
       const { checked, differences } = await this.compare(entity, source, ids, async (rows) =>
-        (await this.counters.live(entity, field, rows)).map((value) =>
+        (await this.liveValues(entity, field, rows)).map((value) =>
           value === undefined ? undefined : { value, version: '' },
         ),
       );
@@ -143,6 +122,7 @@ export class CounterReconciler {
         report.drifted.push({ id, live: live.value, source: value });
       }
     }
+    this.instruments.audited(entity, field, report.drifted.length);
     return report;
   }
 
@@ -187,6 +167,34 @@ export class CounterReconciler {
       cursor = page[page.length - 1];
     }
     report.cursor = cursor ?? null;
+  }
+
+  /** Per id, the counter's live value (rows Redis lacks loaded first); undefined for a row not in the database. */
+  private async liveValues(
+    entity: CountedEntity,
+    field: CounterField,
+    ids: ReadonlyArray<string | number>,
+  ): Promise<Array<number | undefined>> {
+    const values = await this.reader.read(
+      ids.map((id) => ({ entity, id: toRowId(entity, id) })),
+      false,
+    );
+    const index = entity.counters.indexOf(field);
+    return values.map((row) => row?.[index]);
+  }
+
+  /** Live values with their versions, read at once; undefined for a row missing from the database. */
+  private async versionedValues(
+    entity: CountedEntity,
+    field: CounterField,
+    ids: ReadonlyArray<string | number>,
+  ): Promise<Array<VersionedValue | undefined>> {
+    const values = await this.liveValues(entity, field, ids);
+    const loaded = ids.filter((_, index) => values[index] !== undefined);
+    const versioned = await this.changes.versioned(entity, field, loaded);
+    let at = 0;
+    // A row that expired since it was loaded has no version to expect: '' is none, so its set finds it changed.
+    return values.map((value) => (value === undefined ? undefined : (versioned[at++] ?? { value, version: '' })));
   }
 
   /**

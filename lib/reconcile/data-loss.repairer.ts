@@ -11,13 +11,13 @@ import { COUNTER_OPTIONS } from '../counter.constants.js';
 import { MESSAGES } from '../counter.messages.js';
 import { CounterRegistry } from '../counter.registry.js';
 import type { CountedEntity, CounterField } from '../model/counted-entity.js';
-import { CounterService } from '../counter.service.js';
 import { CounterStoreUnavailableError } from '../exceptions/counter-store-unavailable.error.js';
 import { FlushRecord } from '../flush/flush.record.js';
 import type { ResolvedCounterOptions } from '../interfaces/resolved-counter-options.interface.js';
 import { CounterKeys } from '../redis/counter.keys.js';
 import { RepairStore, type RepairJob, type RepairProgress } from '../redis/repair.store.js';
 import { ScriptRunner } from '../redis/script.runner.js';
+import { CounterReconciler } from './counter.reconciler.js';
 import { RefusedChanges } from './refused-changes.js';
 
 /** Rows a repair recounts per step: what one step holds the lease for, and what a failed step repeats. */
@@ -62,7 +62,7 @@ export class DataLossRepairer implements OnApplicationBootstrap, BeforeApplicati
 
   constructor(
     private readonly record: FlushRecord,
-    private readonly counters: CounterService,
+    private readonly reconciler: CounterReconciler,
     private readonly registry: CounterRegistry,
     private readonly refused: RefusedChanges,
     runner: ScriptRunner,
@@ -187,7 +187,7 @@ export class DataLossRepairer implements OnApplicationBootstrap, BeforeApplicati
       this.options.flushLeaseMs / 3,
     );
     try {
-      const report = await this.counters.recount(entity.target, field.name, {
+      const report = await this.reconciler.recount(entity, field, {
         after: progress.after ?? undefined,
         limit: ROWS_PER_STEP,
       });
@@ -219,7 +219,7 @@ export class DataLossRepairer implements OnApplicationBootstrap, BeforeApplicati
     }
     for (const { entity, field, ids } of rows) {
       for (const part of chunks(ids, ROWS_PER_STEP)) {
-        const report = await this.counters.recount(entity.target, field.name, { ids: part });
+        const report = await this.reconciler.recount(entity, field, { ids: part });
         const skipped = new Set(report.skipped.map(String));
         this.refused.recounted(
           field,

@@ -1,11 +1,9 @@
 import calculateSlot from 'cluster-key-slot';
 import { COUNTER_DEFAULTS } from '../counter.constants.js';
+import { RUN_SHARDED_ID_TEXT } from '../model/row-id.js';
 
 /** Digits an integer id drops to name its run of ids (see `CounterKeys.shardOf`): runs of 100. */
 const RUN_DIGITS = 2;
-
-/** An optional minus sign, then digits only: the text of an integer key. */
-const INTEGER_TEXT = /^-?\d+$/;
 
 /**
  * The key layout: every Redis key the module uses is named here, and only here. Scripts get each key
@@ -47,7 +45,7 @@ export class CounterKeys {
    * of such a run rewrites a few pages instead of one per row (docs/PERFORMANCE.md, "Shards by runs of 100 ids").
    */
   shardOf(encodedId: string): number {
-    const end = INTEGER_TEXT.test(encodedId)
+    const end = RUN_SHARDED_ID_TEXT.test(encodedId)
       ? Math.max(encodedId.startsWith('-') ? 1 : 0, encodedId.length - RUN_DIGITS)
       : encodedId.length;
     let hash = 0x811c9dc5;

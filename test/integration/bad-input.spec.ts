@@ -22,8 +22,6 @@ import { deleteKeys, scanKeys, snapshot, uniquePrefix } from '../support/redis.j
 import { counterRedisOption, inspectionClient, TARGETS } from '../support/topologies.js';
 import { UncountedTag } from '../fixtures/uncounted-entities.js';
 
-type ErrorClass = abstract new (...args: never[]) => CounterError;
-
 const MAX = Number.MAX_SAFE_INTEGER;
 const BAD_DELTAS: unknown[] = [NaN, Infinity, -Infinity, 1.5, -0.5, 2 ** 53, -(2 ** 53), 'ten', '1', null];
 
@@ -92,8 +90,15 @@ describe.each(TARGETS)('bad input on %s, %s', (databaseName, topology) => {
     };
   }
 
-  /** Runs `action`, expects it to fail with `errorClass` and a message containing `fragments`, and nothing written. */
-  async function expectRefused(action: () => Promise<unknown>, errorClass: ErrorClass, fragments: string[]) {
+  /**
+   * Runs `action`, expects it to fail with `errorClass` and a message containing `fragments`, and nothing
+   * written; returns the error.
+   */
+  async function expectRefused<E extends CounterError>(
+    action: () => Promise<unknown>,
+    errorClass: abstract new (...args: never[]) => E,
+    fragments: string[],
+  ): Promise<E> {
     const redisBefore = await snapshot(redis, prefix);
     const databaseBefore = await databaseRows();
     let caught: unknown;
@@ -110,7 +115,7 @@ describe.each(TARGETS)('bad input on %s, %s', (databaseName, topology) => {
     for (const fragment of fragments) expect((caught as Error).message).toContain(fragment);
     expect(await snapshot(redis, prefix)).toEqual(redisBefore);
     expect(await databaseRows()).toEqual(databaseBefore);
-    return caught as CounterError;
+    return caught as E;
   }
 
   describe('unknown entity', () => {
@@ -122,11 +127,12 @@ describe.each(TARGETS)('bad input on %s, %s', (databaseName, topology) => {
       const article = await insertArticle(1, 1);
       const name = entity.name;
       const fragments = [name, '@Counted()'];
-      await expectRefused(
+      const refused = await expectRefused(
         () => counters.increment(entity, article.id, 'like_count'),
         UnknownCountedEntityError,
         fragments,
       );
+      expect(refused.entity).toBe(name);
       await expectRefused(
         () => counters.decrement(entity, article.id, 'like_count'),
         UnknownCountedEntityError,
@@ -150,10 +156,11 @@ describe.each(TARGETS)('bad input on %s, %s', (databaseName, topology) => {
         fragments,
       );
     }
-    await expectRefused(() => counters.increment(Remark, 'r', 'like_count'), UnknownCounterError, [
+    const refused = await expectRefused(() => counters.increment(Remark, 'r', 'like_count'), UnknownCounterError, [
       '"like_count"',
       'reply_count',
     ]);
+    expect([refused.entity, refused.counter]).toEqual(['Remark', 'like_count']);
   });
 
   it("refuses an id outside its primary column's type before any query", async () => {
@@ -162,7 +169,12 @@ describe.each(TARGETS)('bad input on %s, %s', (databaseName, topology) => {
       databaseName === 'sqlite' ? ['9223372036854775808', '-9223372036854775809'] : [2_147_483_648, -2_147_483_649];
     for (const id of ids) {
       const fragments = [`got ${typeof id === 'string' ? `"${id}"` : id}`, "the range of its primary column's type"];
-      await expectRefused(() => counters.increment(Article, id, 'like_count'), InvalidCounterIdError, fragments);
+      const refused = await expectRefused(
+        () => counters.increment(Article, id, 'like_count'),
+        InvalidCounterIdError,
+        fragments,
+      );
+      expect([refused.entity, refused.id]).toEqual(['Article', id]);
       await expectRefused(() => counters.decrement(Article, id, 'like_count'), InvalidCounterIdError, fragments);
       await expectRefused(() => counters.get(Article, id, 'like_count'), InvalidCounterIdError, fragments);
       await expectRefused(() => counters.getMany(Article, [1, id]), InvalidCounterIdError, fragments);
@@ -230,7 +242,12 @@ describe.each(TARGETS)('bad input on %s, %s', (databaseName, topology) => {
     const article = await insertArticle(0, 9);
     expect(await counters.get(Article, article.id, 'like_count')).toBe(0);
     const fragments = ['Article.like_count is 0', 'by -1', `[0, ${likeCountMax()}]`, 'nothing was changed'];
-    await expectRefused(() => counters.decrement(Article, article.id, 'like_count'), CounterOutOfRangeError, fragments);
+    const refused = await expectRefused(
+      () => counters.decrement(Article, article.id, 'like_count'),
+      CounterOutOfRangeError,
+      fragments,
+    );
+    expect([refused.entity, refused.id, refused.counter]).toEqual(['Article', String(article.id), 'like_count']);
     await expectRefused(
       () => counters.increment(Article, article.id, 'like_count', -1),
       CounterOutOfRangeError,
@@ -376,7 +393,12 @@ describe.each(TARGETS)('bad input on %s, %s', (databaseName, topology) => {
         'Remark ids must be at most 64 characters, the length of its primary column; got a string of',
         `of ${[...id].length} characters.`,
       ];
-      await expectRefused(() => counters.increment(Remark, id, 'reply_count'), InvalidCounterIdError, fragments);
+      const refused = await expectRefused(
+        () => counters.increment(Remark, id, 'reply_count'),
+        InvalidCounterIdError,
+        fragments,
+      );
+      expect([refused.entity, refused.id]).toEqual(['Remark', id]);
       await expectRefused(() => counters.get(Remark, id, 'reply_count'), InvalidCounterIdError, fragments);
     }
     expect(reads).not.toHaveBeenCalled();
@@ -395,13 +417,19 @@ describe.each(TARGETS)('bad input on %s, %s', (databaseName, topology) => {
       () => counters.decrement(Article, missingArticle, 'view_count', 4),
       () => counters.get(Article, missingArticle, 'like_count'),
     ]) {
-      await expectRefused(action, CounterRowNotFoundError, [`Article with id ${missingArticle} does not exist`]);
+      const refused = await expectRefused(action, CounterRowNotFoundError, [
+        `Article with id ${missingArticle} does not exist`,
+      ]);
+      expect([refused.entity, refused.id]).toEqual(['Article', String(missingArticle)]);
     }
     for (const action of [
       () => counters.increment(Remark, missingRemark, 'reply_count'),
       () => counters.get(Remark, missingRemark, 'reply_count'),
     ]) {
-      await expectRefused(action, CounterRowNotFoundError, [`Remark with id ${missingRemark} does not exist`]);
+      const refused = await expectRefused(action, CounterRowNotFoundError, [
+        `Remark with id ${missingRemark} does not exist`,
+      ]);
+      expect([refused.entity, refused.id]).toEqual(['Remark', missingRemark]);
     }
     const keys = await scanKeys(redis, prefix);
     expect(keys.filter((key) => key.endsWith(`:r:${missingArticle}`))).toEqual([]);

@@ -3,6 +3,7 @@ import { Redis } from 'ioredis';
 import { In } from 'typeorm';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi, type MockInstance } from 'vitest';
 import { CounterStoreUnavailableError } from '../../lib/index.js';
+import { CounterReconciler } from '../../lib/reconcile/counter.reconciler.js';
 import { DataLossRepairer } from '../../lib/reconcile/data-loss.repairer.js';
 import { CounterKeys } from '../../lib/redis/counter.keys.js';
 import { Reply, SOURCED_ENTITIES, Topic } from '../fixtures/sourced-entities.js';
@@ -231,8 +232,9 @@ describe.each(DATABASES)('one repair per loss, finished through outages, on %s',
     const a = await start(proxy.url, uniquePrefix('repair-outage'));
     const ids = await topics(a, 6);
     await loseData(a, ids);
-    const recount = a.counters.recount.bind(a.counters);
-    const steps = vi.spyOn(a.counters, 'recount').mockImplementationOnce((...args) => {
+    const reconciler = a.app.get(CounterReconciler);
+    const recount = reconciler.recount.bind(reconciler);
+    const steps = vi.spyOn(reconciler, 'recount').mockImplementationOnce((...args) => {
       // Redis becomes unreachable just as the repair's first step starts.
       proxy.setMode('reset');
       setTimeout(() => proxy.setMode('pass'), OUTAGE_MS);
@@ -255,8 +257,9 @@ describe.each(DATABASES)('one repair per loss, finished through outages, on %s',
     let resume!: () => void;
     const frozen = new Promise<void>((resolve) => (resume = resolve));
     opened.push({ close: async () => (proxy.setMode('pass'), resume()) });
-    const recount = a.counters.recount.bind(a.counters);
-    const steps = vi.spyOn(a.counters, 'recount').mockImplementation(async (...args) => {
+    const reconciler = a.app.get(CounterReconciler);
+    const recount = reconciler.recount.bind(reconciler);
+    const steps = vi.spyOn(reconciler, 'recount').mockImplementation(async (...args) => {
       // The instance freezes in its first step: the step waits, and Redis hears nothing more from it.
       proxy.setMode('blackhole');
       await frozen;
@@ -286,8 +289,9 @@ describe.each(DATABASES)('one repair per loss, finished through outages, on %s',
     let resume!: () => void;
     const paused = new Promise<void>((resolve) => (resume = resolve));
     opened.push({ close: async () => resume() });
-    const recount = a.counters.recount.bind(a.counters);
-    const steps = vi.spyOn(a.counters, 'recount').mockImplementationOnce(async (...args) => {
+    const reconciler = a.app.get(CounterReconciler);
+    const recount = reconciler.recount.bind(reconciler);
+    const steps = vi.spyOn(reconciler, 'recount').mockImplementationOnce(async (...args) => {
       await paused;
       return recount(...args);
     });

@@ -114,5 +114,6 @@ describe.each(DATABASES)('a lost Redis connection on %s', (databaseName) => {
       "Redis is not available (Stream isn't writeable and enableOfflineQueue options is false); nothing was sent " +
         'to it. Retry once Redis is reachable.',
     );
+    expect((refused as CounterStoreUnavailableError).outcomeUnknown).toBe(false);
   });
 });

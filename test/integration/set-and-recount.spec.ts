@@ -80,6 +80,7 @@ describe.each(TARGETS)('set on %s, %s', (database, topology) => {
     await expect(counters.set(Topic, id, 'reply_count', -1)).rejects.toThrow(
       new CounterOutOfRangeError(
         `Topic.reply_count is 3; changing it by -4 would leave its allowed range [0, ${database === 'sqlite' ? Number.MAX_SAFE_INTEGER : 2_147_483_647}], so nothing was changed.`,
+        { entity: 'Topic', id: String(id), counter: 'reply_count' },
       ),
     );
     for (const value of [1.5, Number.NaN, 2 ** 53, '4' as unknown as number]) {
@@ -336,7 +337,9 @@ describe.each(DATABASES)('recount and audit options on %s', (database) => {
       () => counters.recount(Topic, 'reply_count', { ids: [1, 'abc'] }),
       () => counters.audit(Topic, 'reply_count', { ids: [1, 'abc'] }),
     ]) {
-      await expect(run()).rejects.toThrow(new InvalidCounterIdError('Topic ids must be integers; got "abc".'));
+      await expect(run()).rejects.toThrow(
+        new InvalidCounterIdError('Topic ids must be integers; got "abc".', { entity: 'Topic', id: 'abc' }),
+      );
     }
     // A string is not a list of ids: "12" was spread into rows 1 and 2.
     await expect(counters.recount(Topic, 'reply_count', { ids: '12' as unknown as number[] })).rejects.toEqual(
