@@ -97,16 +97,13 @@ export class ScriptRunner {
       const error = this.notSendable();
       return calls.map(() => Promise.reject(error));
     }
-    const results: Promise<T>[] = [];
-    const queued = calls.map((request) => {
-      let entry!: QueuedCall;
-      results.push(
-        new Promise<T>(
-          (resolve, reject) => (entry = { request, resolve: resolve as (result: unknown) => void, reject }),
+    const queued: QueuedCall[] = [];
+    const results = calls.map(
+      (request) =>
+        new Promise<T>((resolve, reject) =>
+          queued.push({ request, resolve: resolve as (result: unknown) => void, reject }),
         ),
-      );
-      return entry;
-    });
+    );
     void this.transmit(queued);
     return results;
   }
@@ -154,47 +151,42 @@ export class ScriptRunner {
    * it), since a pipeline costs more to build than the call itself; others in one pipeline per node.
    */
   private async transmit(queued: QueuedCall[]): Promise<void> {
-    const settlers = queued.map((entry) => this.settler(entry));
-    if (queued.length === 1) {
-      const { command, args } = queued[0].request;
+    const sent = queued.map((entry) => ({ call: entry.request, settle: this.settler(entry) }));
+    if (sent.length === 1) {
+      const [{ call, settle }] = sent;
       try {
-        const reply = await ((this.client as unknown as CommandTarget)[command](...args) as Promise<unknown>);
-        settlers[0](null, reply);
+        settle(null, await ((this.client as unknown as CommandTarget)[call.command](...call.args) as Promise<unknown>));
       } catch (error) {
-        settlers[0](error as Error);
+        settle(error as Error);
       }
       return;
     }
-    // Before the slot map is known, each call goes on its own; ioredis routes it.
-    const nodeOf = (at: number): string => {
-      const { slot } = queued[at].request;
-      return isCluster(this.client) ? (this.client.slots[slot ?? -1]?.join(',') ?? `slot:${slot}`) : 'server';
-    };
     // On a single Redis each call is settled as its reply arrives, not with the round trip's last one, so
     // a flush worker's transaction does not wait for another worker's claims sent alongside. A cluster
     // pipeline sends again what a node redirects: there a call is settled from its results.
     const early = !isCluster(this.client);
-    const byNode = groupBy(
-      queued.map((_, at) => at),
-      nodeOf,
-    );
     await Promise.all(
-      [...byNode.values()].map(async (calls) => {
+      [...groupBy(sent, ({ call }) => this.nodeOf(call.slot)).values()].map(async (ofNode) => {
         const pipeline = this.client.pipeline() as unknown as CommandTarget & { exec(): Promise<unknown> };
-        for (const at of calls) {
-          const { command, args } = queued[at].request;
-          if (early) pipeline[command](...args, settlers[at]);
-          else pipeline[command](...args);
+        for (const { call, settle } of ofNode) {
+          if (early) pipeline[call.command](...call.args, settle);
+          else pipeline[call.command](...call.args);
         }
         try {
           const results = ((await pipeline.exec()) ?? []) as Array<[Error | null, unknown]>;
           // A call settled early stays so; this settles the rest (a cluster's).
-          calls.forEach((at, i) => settlers[at](...(results[i] ?? [new Error(NO_REPLY), undefined])));
+          ofNode.forEach(({ settle }, i) => settle(...(results[i] ?? [new Error(NO_REPLY), undefined])));
         } catch (error) {
-          for (const at of calls) settlers[at](error as Error);
+          for (const { settle } of ofNode) settle(error as Error);
         }
       }),
     );
+  }
+
+  /** The node that serves a slot; before the slot map is known, the slot itself (ioredis routes its pipeline). */
+  private nodeOf(slot: number | undefined): string {
+    if (!isCluster(this.client)) return 'server';
+    return (slot === undefined ? undefined : this.client.slots[slot]?.join(',')) ?? `slot:${slot}`;
   }
 
   /**
