@@ -16,3 +16,10 @@ export function chunks<T>(items: T[], size: number): T[][] {
   for (let at = 0; at < items.length; at += size) runs.push(items.slice(at, at + size));
   return runs;
 }
+
+/** Per request, its result: `results[g]` holds those of `groups[g]`, groups made of `requests`' items. */
+export function inRequestOrder<R, T>(requests: readonly R[], groups: R[][], results: T[][]): T[] {
+  const resultOf = new Map<R, T>();
+  groups.forEach((group, g) => group.forEach((request, r) => resultOf.set(request, results[g][r])));
+  return requests.map((request) => resultOf.get(request) as T);
+}

@@ -53,12 +53,12 @@ export class CounterChangeApplier {
     try {
       const change = this.prepareChange(entity, id, counter, by, sign, options);
       const { delta } = change.request;
-      let outcome = await this.store.increment(change.request);
+      let outcome = await this.store.increments.increment(change.request);
       if (outcome.kind !== 'applied' && outcome.kind !== 'already-applied') {
         outcome = await this.finishChange(
           change,
           outcome,
-          () => this.store.increment(change.request),
+          () => this.store.increments.increment(change.request),
           () => delta,
         );
       }
@@ -91,7 +91,7 @@ export class CounterChangeApplier {
       version: newVersion(),
     };
     // Without an expected value, a set never finds the row 'changed'.
-    const attempt = () => this.store.set(request) as Promise<IncrementOutcome>;
+    const attempt = () => this.store.set(request);
     const outcome = await attempt();
     if (outcome.kind === 'applied') return outcome.value;
     return (await this.finishChange(row, outcome, attempt, (current) => value - current)).value;

@@ -1,7 +1,9 @@
 import type { ShardKeys } from './counter.keys.js';
-import { IncrementBatcher, type IncrementOutcome, type IncrementRequest } from './increment.batcher.js';
-import type { Arg } from './script-commands.js';
-import type { ScriptRunner } from './script.runner.js';
+import { MAX_ROWS_PER_CALL } from '../counter.constants.js';
+import { inRequestOrder } from '../collections.js';
+import { IncrementBatcher, type ChangeOutcome, type IncrementRequest } from './increment.batcher.js';
+import { REPLY, type Arg } from './script-commands.js';
+import { scriptCall, type ScriptRunner } from './script.runner.js';
 
 export interface ShardRowsRequest {
   shard: ShardKeys;
@@ -48,16 +50,18 @@ export interface VersionedReadRequest {
   encodedIds: string[];
 }
 
-/** As an increment's (an applied set gives the live value it replaced), or the live value not the one expected. */
-export type SetOutcome = IncrementOutcome | { kind: 'changed'; current: number };
+/** As a change's (an applied set gives the live value it replaced), or the live value not the one expected. */
+export type SetOutcome = ChangeOutcome | { kind: 'changed'; current: number };
 
 /**
- * Live values in Redis: changes (batched per turn of the event loop), reads of rows, and loads of rows
- * from database values. Reads and loads of rows of several shards go in one script call per slot (one in
- * all on a single Redis), at most MAX_ROWS_PER_CALL rows each, and one round trip per node.
+ * Live values in Redis: changes (batched per turn of the event loop, see `increments`), sets, reads of
+ * rows, and loads of rows from database values. Reads and loads of rows of several shards go in one
+ * script call per slot (one in all on a single Redis), at most MAX_ROWS_PER_CALL rows each, and one round
+ * trip per node.
  */
 export class CounterStore {
-  private readonly increments: IncrementBatcher;
+  /** Where counter changes go (see increment.lua.ts). */
+  readonly increments: IncrementBatcher;
 
   /**
    * @param rowTtlSeconds how long a row stays cached after it was loaded or first changed since a claim.
@@ -71,34 +75,17 @@ export class CounterStore {
     this.increments = new IncrementBatcher(runner, rowTtlSeconds, idempotencyTtlSeconds);
   }
 
-  /** Changes one counter of one row (see increment.lua.ts). */
-  increment(request: IncrementRequest): Promise<IncrementOutcome> {
-    return this.increments.increment(request);
-  }
-
-  /** Sets one counter of one row (see set.lua.ts). */
-  async set({ shard, encodedId, counter, value, min, max, version, expected }: SetRequest): Promise<SetOutcome> {
+  /**
+   * Sets one counter of one row (see set.lua.ts), with the other calls of this turn. `changed` only
+   * when the request gives the value and version it expects.
+   */
+  set(request: SetRequest & { expected?: undefined }): Promise<ChangeOutcome>;
+  set(request: SetRequest): Promise<SetOutcome>;
+  set({ shard, encodedId, counter, value, min, max, version, expected }: SetRequest): Promise<SetOutcome> {
     const keys = [shard.row(encodedId), shard.pending, shard.dirty, shard.generation];
-    const reply = (await this.runner.callOnShard(shard, (target, done) =>
-      target.nestjsCounterSet(
-        keys.length,
-        ...keys,
-        this.rowTtlSeconds,
-        encodedId,
-        counter,
-        value,
-        min,
-        max,
-        version,
-        ...(expected === undefined ? [] : [expected.value, expected.version]),
-        done,
-      ),
-    )) as [number, string | number];
-    const [kind, result] = reply;
-    if (kind === 0) return { kind: 'unseeded', generation: String(result) };
-    if (kind === 2) return { kind: 'out-of-range', current: Number(result) };
-    if (kind === 3) return { kind: 'changed', current: Number(result) };
-    return { kind: 'applied', value: Number(result) };
+    const args: Arg[] = [this.rowTtlSeconds, encodedId, counter, value, min, max, version];
+    if (expected !== undefined) args.push(expected.value, expected.version);
+    return this.runner.sendInTurn(scriptCall('nestjsCounterSet', shard.slot, keys, args, readSetOutcome));
   }
 
   /**
@@ -110,94 +97,97 @@ export class CounterStore {
     counter: string,
     newVersion: string,
   ): Promise<Array<Array<VersionedValue | null>>> {
-    const calls = this.runner.rowCallsBySlot(requests);
-    const replies = await this.runner.runPerCall(requests, calls, (target, indexes) => {
-      const keys = indexes.flatMap((index) => requests[index].encodedIds.map((id) => requests[index].shard.row(id)));
-      return target.nestjsCounterVersionedRead(keys.length, ...keys, counter, newVersion);
+    const groups = this.runner.groupsForCalls(requests, slotOf, MAX_ROWS_PER_CALL, rowCount);
+    const calls = groups.map((group) => {
+      const keys = group.flatMap(({ shard, encodedIds }) => encodedIds.map((id) => shard.row(id)));
+      return scriptCall('nestjsCounterVersionedRead', group[0].shard.slot, keys, [counter, newVersion], (reply) => {
+        const flat = reply as string[];
+        let at = 0;
+        return group.map(({ encodedIds }) =>
+          encodedIds.map(() => {
+            const [value, version] = [flat[at++], flat[at++]];
+            return value === '' ? null : { value: Number(value), version };
+          }),
+        );
+      });
     });
-    const results: Array<Array<VersionedValue | null>> = new Array(requests.length);
-    calls.forEach((indexes, call) => {
-      const flat = replies[call] as string[];
-      let at = 0;
-      for (const index of indexes) {
-        results[index] = requests[index].encodedIds.map(() => {
-          const [value, version] = [flat[at++], flat[at++]];
-          return value === '' ? null : { value: Number(value), version };
-        });
-      }
-    });
-    return results;
+    return inRequestOrder(requests, groups, await Promise.all(this.runner.sendNow(calls)));
   }
 
   /** Live values of rows grouped by shard (see read.lua.ts). */
   async readRows(requests: ShardRowsRequest[]): Promise<ShardRowsResult[]> {
-    const calls = this.runner.rowCallsBySlot(requests);
-    const replies = await this.runner.runPerCall(requests, calls, (target, indexes) => {
+    const groups = this.runner.groupsForCalls(requests, slotOf, MAX_ROWS_PER_CALL, rowCount);
+    const calls = groups.map((group) => {
       const keys: string[] = [];
       let lines = '';
       let previous: readonly string[] = [];
-      for (const index of indexes) {
-        const { shard, encodedIds, counters } = requests[index];
+      for (const { shard, encodedIds, counters } of group) {
         keys.push(shard.generation);
         for (const encodedId of encodedIds) keys.push(shard.row(encodedId));
         lines += `${encodedIds.length}|${sameItems(counters, previous) ? '' : counters.join(' ')}\n`;
         previous = counters;
       }
-      return target.nestjsCounterRead(keys.length, ...keys, lines);
+      return scriptCall('nestjsCounterRead', group[0].shard.slot, keys, [lines], (reply) => {
+        // Per shard its generation, then per row one value per counter, '' where there is none.
+        const values = (reply as string).split(' ');
+        let at = 0;
+        return group.map(({ encodedIds, counters }) => {
+          const generation = values[at++];
+          const rows = encodedIds.map(() =>
+            counters.map(() => {
+              const value = values[at++];
+              return value === '' ? null : Number(value);
+            }),
+          );
+          return { generation, values: rows };
+        });
+      });
     });
-    const results: ShardRowsResult[] = new Array(requests.length);
-    calls.forEach((indexes, call) => {
-      // Per shard its generation, then per row one value per counter, '' where there is none.
-      const values = (replies[call] as string).split(' ');
-      let at = 0;
-      for (const index of indexes) {
-        const { encodedIds, counters } = requests[index];
-        const generation = values[at++];
-        const rows = encodedIds.map(() =>
-          counters.map(() => {
-            const value = values[at++];
-            return value === '' ? null : Number(value);
-          }),
-        );
-        results[index] = { generation, values: rows };
-      }
-    });
-    return results;
+    return inRequestOrder(requests, groups, await Promise.all(this.runner.sendNow(calls)));
   }
 
   /** Loads rows grouped by shard from their database values (see seed.lua.ts). */
   async seedRows(requests: ShardSeedRequest[]): Promise<ShardSeedResult[]> {
-    const calls = this.runner.rowCallsBySlot(requests);
-    const replies = await this.runner.runPerCall(requests, calls, (target, indexes) => {
+    const groups = this.runner.groupsForCalls(requests, slotOf, MAX_ROWS_PER_CALL, rowCount);
+    const calls = groups.map((group) => {
       const keys: string[] = [];
       const args: Arg[] = [this.rowTtlSeconds];
-      for (const index of indexes) {
-        const { shard, generation, encodedIds, counters, databaseValues } = requests[index];
+      for (const { shard, generation, encodedIds, counters, databaseValues } of group) {
         keys.push(shard.generation, shard.batch, shard.pending, shard.unknown);
         keys.push(...encodedIds.map((encodedId) => shard.row(encodedId)));
         args.push(generation, encodedIds.length, counters.length, ...counters, ...encodedIds);
         for (const values of databaseValues) args.push(...values);
       }
-      return target.nestjsCounterSeed(keys.length, ...keys, ...args);
-    });
-    const results: ShardSeedResult[] = new Array(requests.length);
-    calls.forEach((indexes, call) => {
-      const flat = replies[call] as Array<string | number | null>;
-      let at = 0;
-      for (const index of indexes) {
-        if (flat[at++] === 0) {
-          results[index] = null;
-          continue;
-        }
-        const width = requests[index].counters.length;
-        results[index] = requests[index].encodedIds.map(() => {
-          const values = flat.slice(at, (at += width));
-          return values.some((value) => value === null) ? null : values.map(Number);
+      return scriptCall('nestjsCounterSeed', group[0].shard.slot, keys, args, (reply) => {
+        const flat = reply as Array<string | number | null>;
+        let at = 0;
+        return group.map(({ encodedIds, counters }): ShardSeedResult => {
+          if (flat[at++] === REPLY.seed.generationMoved) return null;
+          return encodedIds.map(() => {
+            const values = flat.slice(at, (at += counters.length));
+            return values.some((value) => value === null) ? null : values.map(Number);
+          });
         });
-      }
+      });
     });
-    return results;
+    return inRequestOrder(requests, groups, await Promise.all(this.runner.sendNow(calls)));
   }
+}
+
+function readSetOutcome(reply: unknown): SetOutcome {
+  const [kind, result] = reply as [number, string | number];
+  if (kind === REPLY.set.unseeded) return { kind: 'unseeded', generation: String(result) };
+  if (kind === REPLY.set.outOfRange) return { kind: 'out-of-range', current: Number(result) };
+  if (kind === REPLY.set.changed) return { kind: 'changed', current: Number(result) };
+  return { kind: 'applied', value: Number(result) };
+}
+
+function slotOf(request: { shard: ShardKeys }): number {
+  return request.shard.slot;
+}
+
+function rowCount(request: { encodedIds: string[] }): number {
+  return request.encodedIds.length;
 }
 
 function sameItems(a: readonly string[], b: readonly string[]): boolean {

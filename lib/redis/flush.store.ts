@@ -1,12 +1,13 @@
 import { Logger } from '@nestjs/common';
-import { chunks } from '../collections.js';
+import { inRequestOrder } from '../collections.js';
 import { MAX_SHARDS_PER_STATUS_CALL } from '../counter.constants.js';
 import { MESSAGES } from '../counter.messages.js';
 import { NO_OP_INSTRUMENTS, type CounterInstruments } from '../metrics/counter.instruments.js';
 import { readClaimedBatch, type ClaimedRows } from './claim/claimed-batch.reader.js';
 import { UnreadableDumpError } from './claim/dumped-hash.parser.js';
 import type { ShardKeys } from './counter.keys.js';
-import type { ScriptRunner } from './script.runner.js';
+import { REPLY } from './script-commands.js';
+import { scriptCall, type RedisCall, type ScriptRunner } from './script.runner.js';
 
 /** What one shard has waiting for the database. */
 export interface ShardBacklog {
@@ -49,14 +50,23 @@ export type ClaimOutcome = { dataLost: boolean; generation: number } & (
     } & ClaimedRows)
 );
 
-/** The claim script's reply (claim.lua.ts), its strings as Buffers: kind, lost, generation, batch id, more, dump. */
-type ClaimReply = Array<Buffer | number | null>;
+/** The claim script's reply (claim.lua.ts), read from its strings as Buffers. */
+interface ClaimReply {
+  kind: (typeof REPLY.claim)[keyof typeof REPLY.claim];
+  dataLost: boolean;
+  generation: number;
+  /** '' when there is no batch to write. */
+  batchId: string;
+  moreRows: number;
+  /** The batch hash's DUMP; null where Redis refused it. */
+  dump: Buffer | null;
+}
 
 const NO_ROWS: ClaimedRows = { rows: { encodedIds: [], deltas: [] }, unknown: [] };
 
 /**
  * The flush's side of Redis: each shard's backlog, and the claim, acknowledgement and lease of its
- * batches. Calls on single shards made in one turn of the event loop go together (`ScriptRunner.onShard`).
+ * batches. Calls on single shards made in one turn of the event loop go together (`ScriptRunner.sendInTurn`).
  */
 export class FlushStore {
   private readonly logger = new Logger('CounterFlush');
@@ -74,26 +84,24 @@ export class FlushStore {
   /** What each shard has waiting (see status.lua.ts): one call per slot, one round trip per node. */
   async backlog(shards: ShardKeys[]): Promise<ShardBacklog[]> {
     const requests = shards.map((shard) => ({ shard }));
-    const calls = this.runner.callsBySlot(requests).flatMap((indexes) => chunks(indexes, MAX_SHARDS_PER_STATUS_CALL));
-    const replies = await this.runner.runPerCall(requests, calls, (target, indexes) => {
-      const keys = indexes.flatMap((index) => [shards[index].dirty, shards[index].batch, shards[index].generation]);
-      return target.nestjsCounterStatus(keys.length, ...keys);
-    });
-    const backlog: ShardBacklog[] = new Array(shards.length);
-    calls.forEach((indexes, call) => {
-      const [now, ...lines] = String(replies[call]).split('\n');
-      indexes.forEach((index, line) => {
-        const [dirtyRows, dirtySince, batchRows, batchSince, generation] = lines[line].split(',');
-        const since = [dirtySince, batchSince].filter((value) => value !== '').map(Number);
-        backlog[index] = {
-          dirtyRows: Number(dirtyRows),
-          batchRows: batchRows === '' ? 0 : Number(batchRows),
-          oldestAgeMs: since.length === 0 ? null : Math.max(0, Number(now) - Math.min(...since)),
-          generation: generation === '' ? null : Number(generation),
-        };
+    const groups = this.runner.groupsForCalls(requests, slotOf, MAX_SHARDS_PER_STATUS_CALL);
+    const calls = groups.map((group) => {
+      const keys = group.flatMap(({ shard }) => [shard.dirty, shard.batch, shard.generation]);
+      return scriptCall('nestjsCounterStatus', group[0].shard.slot, keys, [], (reply) => {
+        const [now, ...lines] = String(reply).split('\n');
+        return lines.map((line): ShardBacklog => {
+          const [dirtyRows, dirtySince, batchRows, batchSince, generation] = line.split(',');
+          const since = [dirtySince, batchSince].filter((value) => value !== '').map(Number);
+          return {
+            dirtyRows: Number(dirtyRows),
+            batchRows: batchRows === '' ? 0 : Number(batchRows),
+            oldestAgeMs: since.length === 0 ? null : Math.max(0, Number(now) - Math.min(...since)),
+            generation: generation === '' ? null : Number(generation),
+          };
+        });
       });
     });
-    return backlog;
+    return inRequestOrder(requests, groups, await Promise.all(this.runner.sendNow(calls)));
   }
 
   /**
@@ -101,11 +109,13 @@ export class FlushStore {
    * Returns, per shard, whether its key was made here (it was missing).
    */
   async markShards(shards: ShardKeys[]): Promise<boolean[]> {
-    const replies = await this.runner.runPerShard(
-      shards.map((shard) => ({ shard })),
-      (target, { shard }) => target.set(shard.generation, '0', 'NX'),
-    );
-    return replies.map((reply) => reply !== null);
+    const calls = shards.map((shard): RedisCall<boolean> => ({
+      slot: shard.slot,
+      command: 'set',
+      args: [shard.generation, '0', 'NX'],
+      read: (reply) => reply !== null,
+    }));
+    return Promise.all(this.runner.sendNow(calls));
   }
 
   /**
@@ -115,15 +125,16 @@ export class FlushStore {
    * not confirm in time the batch stays claimed, and a later flush finds it left behind.
    */
   async claim(shard: ShardKeys, request: ClaimRequest): Promise<ClaimOutcome> {
-    const reply = await this.runner.call(() => this.sendClaim(shard, request));
-    const kind = String(reply[0]);
-    const outcome = { dataLost: Number(reply[1]) === 1, generation: Number(String(reply[2])) };
-    if (kind === 'busy' || kind === 'empty') return { ...outcome, kind };
-    const batchId = String(reply[3]);
-    const payload = (reply[5] as Buffer | null | undefined) ?? null;
-    const claimed = batchId === '' ? NO_ROWS : await this.claimedRows(shard, payload, request);
-    const moreRows = Number(String(reply[4]));
-    return { ...outcome, kind: 'batch', recovered: kind === 'pending', batchId, moreRows, ...claimed };
+    const keys = [shard.dirty, shard.batch, shard.lease, shard.generation, shard.pending, shard.unknown];
+    const args = [request.token, request.leaseMs, request.batchId, request.limit, Date.now(), ...request.counters];
+    const call = scriptCall('nestjsCounterClaimBuffer', shard.slot, keys, args, readClaimReply);
+    call.replicate = ({ kind, batchId }) =>
+      (kind === REPLY.claim.claimed || kind === REPLY.claim.leftBehind) && batchId !== '';
+    const { kind, dataLost, generation, batchId, moreRows, dump } = await this.runner.sendInTurn(call);
+    if (kind === REPLY.claim.busy || kind === REPLY.claim.empty) return { dataLost, generation, kind };
+    const claimed = batchId === '' ? NO_ROWS : await this.claimedRows(shard, dump, request);
+    const recovered = kind === REPLY.claim.leftBehind;
+    return { dataLost, generation, kind: 'batch', recovered, batchId, moreRows, ...claimed };
   }
 
   /** Acknowledges a written batch (see ack.lua.ts); false when another flusher acknowledged it already. */
@@ -138,10 +149,9 @@ export class FlushStore {
     const keys = [shard.batch, shard.lease, shard.generation, shard.dirty, shard.pending];
     keys.push(...missingEncodedIds.map((encodedId) => shard.row(encodedId)));
     const args = [batchId, token, release ? '1' : '0', counters.length, ...counters, ...missingEncodedIds];
-    const reply = await this.runner.callOnShard(shard, (target, done) =>
-      target.nestjsCounterAck(keys.length, ...keys, ...args, done),
+    return this.runner.sendInTurn(
+      scriptCall('nestjsCounterAck', shard.slot, keys, args, (reply) => Number(reply) === REPLY.ack.acknowledged),
     );
-    return Number(reply) === 1;
   }
 
   /**
@@ -151,12 +161,12 @@ export class FlushStore {
    */
   async forget(shard: ShardKeys, batchId: string, encodedIds: string[]): Promise<'kept' | 'forgotten' | 'lost'> {
     const keys = [shard.batch, shard.generation, ...encodedIds.map((encodedId) => shard.row(encodedId))];
-    const reply = Number(
-      await this.runner.callOnShard(shard, (target, done) =>
-        target.nestjsCounterForget(keys.length, ...keys, batchId, done),
-      ),
+    return this.runner.sendInTurn(
+      scriptCall('nestjsCounterForget', shard.slot, keys, [batchId], (reply) => {
+        const code = Number(reply);
+        return code === REPLY.forget.kept ? 'kept' : code === REPLY.forget.forgotten ? 'forgotten' : 'lost';
+      }),
     );
-    return reply === 0 ? 'kept' : reply === 1 ? 'forgotten' : 'lost';
   }
 
   /**
@@ -167,14 +177,12 @@ export class FlushStore {
    */
   async giveBack(shard: ShardKeys, batchId: string, token: string, unknownDeltas: string[]): Promise<boolean> {
     const keys = [shard.batch, shard.unknown, shard.lease];
-    const reply = await this.runner.call(async () => {
-      const given = await this.runner.onShard(shard, (target, done) =>
-        target.nestjsCounterGiveBack(keys.length, ...keys, batchId, token, ...unknownDeltas, done),
-      );
-      if (Number(given) === 1) await this.runner.awaitReplicas(shard);
-      return given;
+    const args = [batchId, token, ...unknownDeltas];
+    const call = scriptCall('nestjsCounterGiveBack', shard.slot, keys, args, (reply) => {
+      return Number(reply) === REPLY.giveBack.givenBack;
     });
-    return Number(reply) === 1;
+    call.replicate = (givenBack) => givenBack;
+    return this.runner.sendInTurn(call);
   }
 
   /**
@@ -183,33 +191,21 @@ export class FlushStore {
    */
   async renew(shards: ShardKeys[], token: string, leaseMs: number): Promise<boolean[]> {
     const requests = shards.map((shard) => ({ shard }));
-    const calls = this.runner.callsBySlot(requests).flatMap((indexes) => chunks(indexes, MAX_SHARDS_PER_STATUS_CALL));
-    const replies = await this.runner.runPerCall(requests, calls, (target, indexes) => {
-      const leases = indexes.map((index) => shards[index].lease);
-      return target.nestjsCounterRenew(leases.length, ...leases, token, leaseMs);
+    const groups = this.runner.groupsForCalls(requests, slotOf, MAX_SHARDS_PER_STATUS_CALL);
+    const calls = groups.map((group) => {
+      const leases = group.map(({ shard }) => shard.lease);
+      return scriptCall('nestjsCounterRenew', group[0].shard.slot, leases, [token, leaseMs], (reply) => {
+        const flags = String(reply);
+        return group.map((_, at) => flags[at] === REPLY.renew.renewed);
+      });
     });
-    const renewed: boolean[] = new Array(shards.length);
-    calls.forEach((indexes, call) => {
-      const flags = String(replies[call]);
-      indexes.forEach((index, at) => (renewed[index] = flags[at] === '1'));
-    });
-    return renewed;
+    return inRequestOrder(requests, groups, await Promise.all(this.runner.sendNow(calls)));
   }
 
   async release(shard: ShardKeys, token: string): Promise<void> {
-    await this.runner.callOnShard(shard, (target, done) => target.nestjsCounterRelease(1, shard.lease, token, done));
-  }
-
-  /** The claim script's reply, once the replicas have it where a batch was claimed (see `claim`). */
-  private async sendClaim(shard: ShardKeys, request: ClaimRequest): Promise<ClaimReply> {
-    const keys = [shard.dirty, shard.batch, shard.lease, shard.generation, shard.pending, shard.unknown];
-    const args = [request.token, request.leaseMs, request.batchId, request.limit, Date.now(), ...request.counters];
-    const reply = (await this.runner.onShard(shard, (target, done) =>
-      target.nestjsCounterClaimBuffer(keys.length, ...keys, ...args, done),
-    )) as ClaimReply;
-    const kind = String(reply[0]);
-    if ((kind === 'claimed' || kind === 'pending') && String(reply[3]) !== '') await this.runner.awaitReplicas(shard);
-    return reply;
+    await this.runner.sendInTurn(
+      scriptCall('nestjsCounterRelease', shard.slot, [shard.lease], [token], () => undefined),
+    );
   }
 
   /**
@@ -235,7 +231,29 @@ export class FlushStore {
       this.unreadableDumpSeen = true;
       this.logger.warn(MESSAGES.unreadableDump(reason));
     }
-    const entries = await this.runner.callOnShard(shard, (target, done) => target.hgetall(shard.batch, done));
-    return readClaimedBatch({ entries: entries as Record<string, string> }, counters, numericIds);
+    const entries = await this.runner.sendInTurn({
+      slot: shard.slot,
+      command: 'hgetall',
+      args: [shard.batch],
+      read: (reply) => reply as Record<string, string>,
+    });
+    return readClaimedBatch({ entries }, counters, numericIds);
   }
+}
+
+/** The claim script's reply: kind, lost, generation, batch id, more, dump. */
+function readClaimReply(reply: unknown): ClaimReply {
+  const [kind, lost, generation, batchId, more, dump] = reply as Array<Buffer | number | null | undefined>;
+  return {
+    kind: String(kind) as ClaimReply['kind'],
+    dataLost: Number(lost) === 1,
+    generation: Number(String(generation)),
+    batchId: String(batchId),
+    moreRows: Number(String(more)),
+    dump: (dump as Buffer | null | undefined) ?? null,
+  };
+}
+
+function slotOf(request: { shard: ShardKeys }): number {
+  return request.shard.slot;
 }

@@ -1,9 +1,9 @@
 import { MAX_CHANGES_PER_CALL, MAX_SAFE_COUNT } from '../counter.constants.js';
-import { chunks, groupBy } from '../collections.js';
+import { groupBy } from '../collections.js';
 import type { ShardKeys } from './counter.keys.js';
 import { isCluster } from './counter-redis.handle.js';
-import type { Arg, CallTarget } from './script-commands.js';
-import { toStoreError, type ScriptRunner } from './script.runner.js';
+import { REPLY, type Arg } from './script-commands.js';
+import { scriptCall, type RedisCall, type ScriptRunner } from './script.runner.js';
 import { TurnBatcher, type Queued } from './turn.batcher.js';
 
 export interface IncrementRequest {
@@ -17,11 +17,15 @@ export interface IncrementRequest {
   idempotencyKey?: string;
 }
 
-export type IncrementOutcome =
+/** What became of a change (increment.lua.ts), or of a set (set.lua.ts) that was not `changed`. */
+export type ChangeOutcome =
   | { kind: 'applied'; value: number }
   | { kind: 'unseeded'; generation: string }
-  | { kind: 'out-of-range'; current: number }
-  | { kind: 'already-applied'; value: number };
+  | { kind: 'out-of-range'; current: number };
+
+export type IncrementOutcome = ChangeOutcome | { kind: 'already-applied'; value: number };
+
+type QueuedChange = Queued<IncrementRequest, IncrementOutcome>;
 
 /**
  * Sends counter changes to Redis, batched per turn of the event loop: the changes asked for in one turn
@@ -46,6 +50,7 @@ export class IncrementBatcher {
     this.batcher = new TurnBatcher(perTurn, 10 * MAX_CHANGES_PER_CALL, (queued) => this.send(queued));
   }
 
+  /** Changes one counter of one row (see increment.lua.ts), with the other changes of this turn. */
   increment(request: IncrementRequest): Promise<IncrementOutcome> {
     if (!this.runner.sendable) return Promise.reject(this.runner.notSendable());
     return this.batcher.add(request);
@@ -55,65 +60,48 @@ export class IncrementBatcher {
    * Sends changes gathered in one turn: one script call per slot, of at most MAX_CHANGES_PER_CALL
    * changes, a row's changes side by side. A failed call fails only its own changes.
    */
-  private async send(queued: Queued<IncrementRequest, IncrementOutcome>[]): Promise<void> {
-    const { runner } = this;
-    if (!runner.sendable) {
-      const error = runner.notSendable();
-      for (const { reject } of queued) reject(error);
-      return;
-    }
-    const requests = queued.map(({ request }) => request);
-    // A lone change (the common case at low load) goes straight to the client, with no grouping.
-    if (requests.length === 1) {
-      (this.sendCall(runner.client, requests, [0]) as Promise<unknown>).then(
-        (reply) => settleChanges(queued, null, reply),
-        (error: Error) => settleChanges(queued, error, undefined),
-      );
-      return;
-    }
-    const rowOf = (index: number) => requests[index].shard.row(requests[index].encodedId);
-    const calls = runner
-      .callsBySlot(requests)
-      .flatMap((indexes) => chunks([...groupBy(indexes, rowOf).values()].flat(), MAX_CHANGES_PER_CALL));
-    const settled = await runner.sendPerNode(requests, calls, (target, indexes) =>
-      this.sendCall(target, requests, indexes),
-    );
-    calls.forEach((indexes, call) =>
-      settleChanges(
-        indexes.map((index) => queued[index]),
-        ...settled[call],
+  private async send(queued: QueuedChange[]): Promise<void> {
+    const byRow = queued.length === 1 ? queued : [...groupBy(queued, rowOf).values()].flat();
+    const calls = this.runner.groupsForCalls(byRow, slotOf, MAX_CHANGES_PER_CALL);
+    const outcomes = this.runner.sendNow(calls.map((changes) => this.call(changes)));
+    await Promise.all(
+      outcomes.map((outcome, call) =>
+        outcome.then(
+          (results) => calls[call].forEach(({ resolve }, i) => resolve(results[i])),
+          (error: unknown) => calls[call].forEach(({ reject }) => reject(error)),
+        ),
       ),
     );
   }
 
   /**
-   * The changes `indexes` of `requests` (of one slot, a row's side by side) in one script call. A row
-   * with a keyed change also declares its shard's idempotency record, and gives each change's key.
+   * Changes of one slot, a row's side by side, in one script call. A row with a keyed change also
+   * declares its shard's idempotency record, and gives each change's key.
    */
-  private sendCall(target: CallTarget, requests: IncrementRequest[], indexes: number[]): unknown {
+  private call(changes: QueuedChange[]): RedisCall<IncrementOutcome[]> {
     const keys: string[] = [];
     const args: Arg[] = [this.rowTtlSeconds];
-    for (let first = 0; first < indexes.length;) {
+    for (let first = 0; first < changes.length;) {
+      const { shard, encodedId } = changes[first].request;
       let end = first + 1;
-      let keyed = requests[indexes[first]].idempotencyKey !== undefined;
-      while (end < indexes.length && sameRow(requests[indexes[end]], requests[indexes[first]])) {
-        keyed ||= requests[indexes[end]].idempotencyKey !== undefined;
+      let keyed = changes[first].request.idempotencyKey !== undefined;
+      while (end < changes.length && sameRow(changes[end].request, changes[first].request)) {
+        keyed ||= changes[end].request.idempotencyKey !== undefined;
         end++;
       }
-      const { shard, encodedId } = requests[indexes[first]];
       keys.push(shard.row(encodedId), shard.pending, shard.dirty, shard.generation);
       if (keyed) {
         keys.push(shard.idempotency);
         args.push(encodedId, first - end, this.idempotencyTtlSeconds);
       } else args.push(encodedId, end - first);
-      for (const index of indexes.slice(first, end)) {
-        const { counter, delta, min, max, idempotencyKey } = requests[index];
+      for (const { request } of changes.slice(first, end)) {
+        const { counter, delta, min, max, idempotencyKey } = request;
         args.push(counter, delta, bound(min), bound(max));
         if (keyed) args.push(idempotencyKey ?? '');
       }
       first = end;
     }
-    return target.nestjsCounterIncrement(keys.length, ...keys, ...args);
+    return scriptCall('nestjsCounterIncrement', changes[0].request.shard.slot, keys, args, readOutcomes);
   }
 }
 
@@ -123,32 +111,30 @@ function bound(value: number): Arg {
 }
 
 /**
- * Settles the changes one script call carried, in order: from its reply (two values each, or the new
- * value alone of a call's one change, applied), or all with its error.
+ * The outcomes of a call's changes, in order: two values each, or the new value alone of a call's one
+ * change, applied.
  */
-function settleChanges(
-  changes: Queued<IncrementRequest, IncrementOutcome>[],
-  error: Error | null,
-  reply: unknown,
-): void {
-  if (error) {
-    const refused = toStoreError(error);
-    for (const { reject } of changes) reject(refused);
-    return;
-  }
-  if (!Array.isArray(reply)) {
-    changes[0].resolve({ kind: 'applied', value: Number(reply) });
-    return;
-  }
+function readOutcomes(reply: unknown): IncrementOutcome[] {
+  if (!Array.isArray(reply)) return [{ kind: 'applied', value: Number(reply) }];
   const flat = reply as Array<number | string>;
-  changes.forEach(({ resolve }, i) => resolve(incrementOutcome(flat[2 * i], flat[2 * i + 1])));
+  const outcomes: IncrementOutcome[] = new Array(flat.length / 2);
+  for (let i = 0; i < outcomes.length; i++) outcomes[i] = incrementOutcome(Number(flat[2 * i]), flat[2 * i + 1]);
+  return outcomes;
 }
 
-function incrementOutcome(kind: number | string, value: number | string): IncrementOutcome {
-  if (Number(kind) === 1) return { kind: 'applied', value: Number(value) };
-  if (Number(kind) === 0) return { kind: 'unseeded', generation: String(value) };
-  if (Number(kind) === 3) return { kind: 'already-applied', value: Number(value) };
+function incrementOutcome(kind: number, value: number | string): IncrementOutcome {
+  if (kind === REPLY.increment.applied) return { kind: 'applied', value: Number(value) };
+  if (kind === REPLY.increment.unseeded) return { kind: 'unseeded', generation: String(value) };
+  if (kind === REPLY.increment.alreadyApplied) return { kind: 'already-applied', value: Number(value) };
   return { kind: 'out-of-range', current: Number(value) };
+}
+
+function rowOf({ request }: QueuedChange): string {
+  return request.shard.row(request.encodedId);
+}
+
+function slotOf({ request }: QueuedChange): number {
+  return request.shard.slot;
 }
 
 /** CounterKeys makes one ShardKeys per entity and shard, so the same shard is the same object. */

@@ -1,5 +1,6 @@
 import type { RepairKeys } from './counter.keys.js';
-import type { ScriptRunner } from './script.runner.js';
+import { REPLY, type Arg, type ScriptName } from './script-commands.js';
+import { scriptCall, type ScriptRunner } from './script.runner.js';
 
 /** How far a walk of a counter went: resume after `after` (null: from the first row). */
 export interface RepairProgress {
@@ -45,64 +46,63 @@ export class RepairStore {
    */
   async enqueue(counters: string[], delayMs: number, walk: string): Promise<void> {
     if (counters.length === 0) return;
-    await this.runner.call(() =>
-      this.runner.client.nestjsCounterRepairEnqueue(1, this.keys.jobs, delayMs, walk, ...counters),
-    );
+    await this.send('nestjsCounterRepairEnqueue', [this.keys.jobs], [delayMs, walk, ...counters], () => undefined);
   }
 
   /** Takes the lease when a walk may start or go on (see repair-take.lua.ts). */
-  async take(token: string, leaseMs: number): Promise<RepairTurn> {
-    const reply = (await this.runner.call(() =>
-      this.runner.client.nestjsCounterRepairTake(2, this.keys.jobs, this.keys.lease, token, leaseMs),
-    )) as string[];
-    const kind = String(reply[0]);
-    if (kind === 'none' || kind === 'busy') return { kind };
-    if (kind === 'wait') return { kind, ms: Number(reply[1]) };
-    const jobs: RepairJob[] = [];
-    for (let at = 2; at < reply.length; at += 2) jobs.push(parseJob(String(reply[at]), String(reply[at + 1])));
-    return { kind: 'due', now: Number(reply[1]), jobs };
+  take(token: string, leaseMs: number): Promise<RepairTurn> {
+    return this.send('nestjsCounterRepairTake', [this.keys.jobs, this.keys.lease], [token, leaseMs], (reply) => {
+      const items = (reply as unknown[]).map(String);
+      const kind = items[0];
+      if (kind === REPLY.repairTake.none || kind === REPLY.repairTake.busy) return { kind };
+      if (kind === REPLY.repairTake.wait) return { kind, ms: Number(items[1]) };
+      const jobs: RepairJob[] = [];
+      for (let at = 2; at < items.length; at += 2) jobs.push(parseJob(items[at], items[at + 1]));
+      return { kind: 'due', now: Number(items[1]), jobs };
+    });
   }
 
   /** Every job queued (for `DataLossRepairer.idle`). */
   async jobs(): Promise<RepairJob[]> {
-    const entries = (await this.runner.call(() => this.runner.client.hgetall(this.keys.jobs))) as Record<
-      string,
-      string
-    >;
-    return Object.entries(entries).map(([counter, job]) => parseJob(counter, job));
+    const [jobs] = this.runner.sendNow([
+      {
+        slot: undefined,
+        command: 'hgetall',
+        args: [this.keys.jobs],
+        read: (reply) =>
+          Object.entries(reply as Record<string, string>).map(([counter, job]) => parseJob(counter, job)),
+      },
+    ]);
+    return jobs;
   }
 
   /**
    * Records a walk's progress, or its end (`progress` null), if `token` still holds the lease and the
    * job is still that walk (see repair-save.lua.ts). False: the walk is no longer the caller's to go on.
    */
-  async save(token: string, job: RepairJob, progress: RepairProgress | null): Promise<boolean> {
+  save(token: string, job: RepairJob, progress: RepairProgress | null): Promise<boolean> {
     const encoded = progress === null ? '' : JSON.stringify(progress);
-    const reply = await this.runner.call(() =>
-      this.runner.client.nestjsCounterRepairSave(
-        2,
-        this.keys.jobs,
-        this.keys.lease,
-        token,
-        job.counter,
-        job.walk,
-        encoded,
-      ),
-    );
-    return Number(reply) === 1;
+    const keys = [this.keys.jobs, this.keys.lease];
+    const args = [token, job.counter, job.walk, encoded];
+    return this.send('nestjsCounterRepairSave', keys, args, (reply) => Number(reply) === REPLY.repairSave.saved);
   }
 
   /** Extends the lease by `leaseMs` if `token` still holds it (see renew.lua.ts). */
-  async renew(token: string, leaseMs: number): Promise<boolean> {
-    const reply = await this.runner.call(() =>
-      this.runner.client.nestjsCounterRenew(1, this.keys.lease, token, leaseMs),
-    );
-    return String(reply) === '1';
+  renew(token: string, leaseMs: number): Promise<boolean> {
+    return this.send('nestjsCounterRenew', [this.keys.lease], [token, leaseMs], (reply) => {
+      return String(reply) === REPLY.renew.renewed;
+    });
   }
 
   /** Gives the lease back if `token` holds it (see release.lua.ts). */
   async release(token: string): Promise<void> {
-    await this.runner.call(() => this.runner.client.nestjsCounterRelease(1, this.keys.lease, token));
+    await this.send('nestjsCounterRelease', [this.keys.lease], [token], () => undefined);
+  }
+
+  /** One script call on the repair keys, sent now on its own. */
+  private send<T>(script: ScriptName, keys: string[], argv: Arg[], read: (reply: unknown) => T): Promise<T> {
+    const [result] = this.runner.sendNow([scriptCall(script, undefined, keys, argv, read)]);
+    return result;
   }
 }
 

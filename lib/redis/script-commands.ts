@@ -1,5 +1,5 @@
-import type { ChainableCommander } from 'ioredis';
 import type { RedisClient } from './counter-redis.handle.js';
+import { loadLua } from './scripts/lua.loader.js';
 import { ACK_LUA } from './scripts/ack.lua.js';
 import { CLAIM_LUA } from './scripts/claim.lua.js';
 import { FORGET_LUA } from './scripts/forget.lua.js';
@@ -23,42 +23,57 @@ export type Arg = string | number;
  * only when a server answers NOSCRIPT. Every call gives its number of keys first.
  */
 export const COUNTER_SCRIPTS = {
-  nestjsCounterIncrement: INCREMENT_LUA,
-  nestjsCounterRead: READ_LUA,
-  nestjsCounterSeed: SEED_LUA,
-  nestjsCounterSet: SET_LUA,
-  nestjsCounterVersionedRead: VERSIONED_READ_LUA,
-  nestjsCounterClaim: CLAIM_LUA,
-  nestjsCounterAck: ACK_LUA,
-  nestjsCounterForget: FORGET_LUA,
-  nestjsCounterGiveBack: GIVE_BACK_LUA,
-  nestjsCounterRelease: RELEASE_LUA,
-  nestjsCounterRenew: RENEW_LUA,
-  nestjsCounterStatus: STATUS_LUA,
-  nestjsCounterRepairEnqueue: REPAIR_ENQUEUE_LUA,
-  nestjsCounterRepairTake: REPAIR_TAKE_LUA,
-  nestjsCounterRepairSave: REPAIR_SAVE_LUA,
+  nestjsCounterIncrement: loadLua(INCREMENT_LUA),
+  nestjsCounterRead: loadLua(READ_LUA),
+  nestjsCounterSeed: loadLua(SEED_LUA),
+  nestjsCounterSet: loadLua(SET_LUA),
+  nestjsCounterVersionedRead: loadLua(VERSIONED_READ_LUA),
+  nestjsCounterClaim: loadLua(CLAIM_LUA),
+  nestjsCounterAck: loadLua(ACK_LUA),
+  nestjsCounterForget: loadLua(FORGET_LUA),
+  nestjsCounterGiveBack: loadLua(GIVE_BACK_LUA),
+  nestjsCounterRelease: loadLua(RELEASE_LUA),
+  nestjsCounterRenew: loadLua(RENEW_LUA),
+  nestjsCounterStatus: loadLua(STATUS_LUA),
+  nestjsCounterRepairEnqueue: loadLua(REPAIR_ENQUEUE_LUA),
+  nestjsCounterRepairTake: loadLua(REPAIR_TAKE_LUA),
+  nestjsCounterRepairSave: loadLua(REPAIR_SAVE_LUA),
 } as const;
 
-type ScriptName = keyof typeof COUNTER_SCRIPTS;
+/**
+ * The scripts' reply codes, named once: each script's header says when it answers which, and every
+ * reader of a reply compares with these.
+ */
+export const REPLY = {
+  /** Per change (increment.lua.ts). */
+  increment: { unseeded: 0, applied: 1, outOfRange: 2, alreadyApplied: 3 },
+  /** set.lua.ts; `changed` only when the caller gave the value and version it expects. */
+  set: { unseeded: 0, applied: 1, outOfRange: 2, changed: 3 },
+  /** Per shard (seed.lua.ts). */
+  seed: { generationMoved: 0, loaded: 1 },
+  /** The reply's first item (claim.lua.ts). */
+  claim: { busy: 'busy', empty: 'empty', leftBehind: 'pending', claimed: 'claimed' },
+  ack: { alreadyAcknowledged: 0, acknowledged: 1 },
+  forget: { kept: 0, forgotten: 1, lost: 2 },
+  giveBack: { notTheCallers: 0, givenBack: 1 },
+  /** Per lease, one character each (renew.lua.ts). */
+  renew: { lost: '0', renewed: '1' },
+  /** The reply's first item (repair-take.lua.ts). */
+  repairTake: { none: 'none', busy: 'busy', wait: 'wait', due: 'due' },
+  repairSave: { notTheCallers: 0, saved: 1 },
+} as const;
+
+export type ScriptName = keyof typeof COUNTER_SCRIPTS;
+/** The commands the store sends: the scripts, the claim's with its strings as Buffers, and two plain ones. */
+export type CommandName = ScriptName | 'nestjsCounterClaimBuffer' | 'set' | 'hgetall';
 /** A command's reply, handed over as it arrives (ioredis calls a command's last argument so). */
 export type ReplyCallback = (error: Error | null | undefined, reply?: unknown) => void;
-/** Each script as a command; `defineCommand` also makes the `…Buffer` form, whose strings come as Buffers. */
-type ScriptCommands<R> = {
-  [name in ScriptName | 'nestjsCounterClaimBuffer']: (...args: Array<Arg | ReplyCallback>) => R;
-};
-export type ScriptClient = RedisClient & ScriptCommands<Promise<unknown>>;
-export interface ScriptPipeline extends ChainableCommander, ScriptCommands<ScriptPipeline> {}
-/** Where a call goes: the client itself (a lone call) or a pipeline; what both offer. */
-export type CallTarget = ScriptCommands<unknown> & {
-  set(key: string, value: string, mode: 'NX'): unknown;
-  hgetall(key: string, done?: ReplyCallback): unknown;
-};
+/** The client or a pipeline, each command called by name (`defineCommand` made the scripts' commands). */
+export type CommandTarget = { [name in CommandName]: (...args: Array<Arg | ReplyCallback>) => unknown };
 
-/** The client with the scripts registered (once: a client the application shares may have them already). */
-export function withScripts(client: RedisClient): ScriptClient {
+/** Registers the scripts as the client's commands (once: a client the application shares may have them already). */
+export function defineScripts(client: RedisClient): void {
   for (const [name, lua] of Object.entries(COUNTER_SCRIPTS)) {
     if (typeof (client as unknown as Record<string, unknown>)[name] !== 'function') client.defineCommand(name, { lua });
   }
-  return client as ScriptClient;
 }

@@ -1,17 +1,9 @@
 import { CounterReplicationLagError } from '../exceptions/counter-replication-lag.error.js';
 import { CounterStoreUnavailableError } from '../exceptions/counter-store-unavailable.error.js';
 import { MESSAGES } from '../counter.messages.js';
-import { MAX_ROWS_PER_CALL } from '../counter.constants.js';
 import { groupBy } from '../collections.js';
-import type { ShardKeys } from './counter.keys.js';
 import { isCluster, type RedisClient } from './counter-redis.handle.js';
-import {
-  withScripts,
-  type CallTarget,
-  type ReplyCallback,
-  type ScriptClient,
-  type ScriptPipeline,
-} from './script-commands.js';
+import { defineScripts, type Arg, type CommandName, type CommandTarget, type ScriptName } from './script-commands.js';
 import { TurnBatcher, type Queued } from './turn.batcher.js';
 
 /**
@@ -38,21 +30,44 @@ const OUT_OF_MEMORY = /^OOM\b/;
  */
 const REFUSED_UNSENT = /^(Stream isn't writeable|Cluster isn't ready) and enableOfflineQueue options is false/;
 
-/** A call on one shard's keys (see `ScriptRunner.onShard`): made on `target`, its reply handed to `done`. */
-interface ShardCall {
-  shard: ShardKeys;
-  send(target: CallTarget, done: ReplyCallback): unknown;
+/** A command and how to read its reply: what the runner sends. */
+export interface RedisCall<T> {
+  /** The cluster slot of every key it names; undefined for a call always sent alone (the client routes it). */
+  slot: number | undefined;
+  command: CommandName;
+  /** As the command takes them: a script's number of keys, its KEYS, then its ARGV. */
+  args: Arg[];
+  /** The call's result, from its reply. */
+  read(reply: unknown): T;
+  /**
+   * Whether, on a cluster, the replicas of the slot's master must have the call's writes before its
+   * result is handed over (see `ScriptRunner.awaitReplicas`).
+   */
+  replicate?(result: T): boolean;
 }
 
+/** A call of `script` on the keys of a `slot`: `keys` as its KEYS, `argv` as its ARGV. */
+export function scriptCall<T>(
+  script: ScriptName | 'nestjsCounterClaimBuffer',
+  slot: number | undefined,
+  keys: string[],
+  argv: Arg[],
+  read: (reply: unknown) => T,
+): RedisCall<T> {
+  return { slot, command: script, args: [keys.length, ...keys, ...argv], read };
+}
+
+type QueuedCall = Queued<RedisCall<unknown>, unknown>;
+
 /**
- * Sends the counter scripts to a single Redis or a cluster: the calls of one slot together, one
- * pipeline per node, every failure turned into what it means to the caller (see `toStoreError`).
+ * Sends the store's calls to a single Redis or a cluster, one pipeline per node, every failure turned
+ * into what it means to the caller (see `toStoreError`). Two ways: `sendNow` sends calls at once,
+ * `sendInTurn` sends a call with the others made in the same turn of the event loop.
  */
 export class ScriptRunner {
-  readonly client: ScriptClient;
-  /** Flush calls of single shards (claims, acks, releases): see `onShard`. */
-  private readonly shardCalls = new TurnBatcher<ShardCall, unknown>(Number.POSITIVE_INFINITY, 0, (queued) =>
-    this.sendShardCalls(queued),
+  readonly client: RedisClient;
+  private readonly turn = new TurnBatcher<RedisCall<unknown>, unknown>(Number.POSITIVE_INFINITY, 0, (queued) =>
+    this.transmit(queued),
   );
 
   /** @param replicaWaitMs on a cluster, how long `awaitReplicas` waits for a master's replicas. */
@@ -60,7 +75,8 @@ export class ScriptRunner {
     client: RedisClient,
     private readonly replicaWaitMs: number,
   ) {
-    this.client = withScripts(client);
+    defineScripts(client);
+    this.client = client;
   }
 
   get sendable(): boolean {
@@ -71,132 +87,144 @@ export class ScriptRunner {
     return new CounterStoreUnavailableError(MESSAGES.storeUnavailable(`connection is ${this.client.status}`, false));
   }
 
-  /** Runs `operation` if a command can be sent now; its failure as `toStoreError` gives it. */
-  async call<T>(operation: () => Promise<T>): Promise<T> {
-    if (!this.sendable) throw this.notSendable();
-    try {
-      return await operation();
-    } catch (error) {
-      throw toStoreError(error);
+  /**
+   * Sends `calls` now, in one pipeline per node: a single Redis takes them all in one round trip, a
+   * cluster one round trip per node touched (a cluster pipeline must stay on one node). Returns a
+   * promise per call, in order, settled with its result or its failure as `toStoreError` gives it.
+   */
+  sendNow<T>(calls: RedisCall<T>[]): Promise<T>[] {
+    if (!this.sendable) {
+      const error = this.notSendable();
+      return calls.map(() => Promise.reject(error));
     }
-  }
-
-  /**
-   * A call on one shard, sent with the others made in the same turn of the event loop: one pipeline per
-   * node. A flush claims the shards of a transaction at once, and acknowledges them at once, so each
-   * takes one write and one round trip per node instead of one per shard.
-   */
-  onShard(shard: ShardKeys, send: ShardCall['send']): Promise<unknown> {
-    return this.shardCalls.add({ shard, send });
-  }
-
-  /** `onShard`, run as `call` runs an operation. */
-  callOnShard(shard: ShardKeys, send: ShardCall['send']): Promise<unknown> {
-    return this.call(() => this.onShard(shard, send));
-  }
-
-  /** One script call per shard, in one pipeline per node (see `runPerCall`). */
-  runPerShard<T extends { shard: ShardKeys }>(
-    requests: T[],
-    send: (target: CallTarget, request: T) => unknown,
-  ): Promise<unknown[]> {
-    return this.runPerCall(
-      requests,
-      requests.map((_, index) => [index]),
-      (target, [index]) => send(target, requests[index]),
+    const queued: QueuedCall[] = [];
+    const results = calls.map(
+      (request) =>
+        new Promise<T>((resolve, reject) =>
+          queued.push({ request, resolve: resolve as (result: unknown) => void, reject }),
+        ),
     );
+    void this.transmit(queued);
+    return results;
   }
 
   /**
-   * Sends one script call per entry of `calls` (indexes of requests of one slot), in one pipeline per
-   * node (see `sendPerNode`). Returns the replies in the order of `calls`; the first error is thrown.
+   * Sends `call` with the others made in the same turn of the event loop, as `sendNow` sends them. A
+   * flush claims the shards of a transaction at once, and acknowledges them at once, so each takes one
+   * write and one round trip per node instead of one per shard.
    */
-  async runPerCall<T extends { shard: ShardKeys }>(
-    requests: T[],
-    calls: number[][],
-    send: (target: CallTarget, indexes: number[]) => unknown,
-  ): Promise<unknown[]> {
-    if (calls.length === 0) return [];
-    return this.call(async () => unwrap(await this.sendPerNode(requests, calls, send)));
+  sendInTurn<T>(call: RedisCall<T>): Promise<T> {
+    if (!this.sendable) return Promise.reject(this.notSendable());
+    return this.turn.add(call as RedisCall<unknown>) as Promise<T>;
   }
 
   /**
-   * Sends one script call per entry of `calls`, in one pipeline per node: a single Redis takes them all
-   * in one round trip, a cluster one round trip per node touched (a cluster pipeline must stay on one
-   * node). Returns each call's error or reply, in the order of `calls`.
+   * `requests` in groups one script call each can serve: all of them on a single Redis, those of one
+   * slot on a cluster (a script's keys must share one); at most `most` in size per group (`sizeOf`, 1
+   * each by default), whole requests at a time (a larger one goes alone).
    */
-  async sendPerNode<T extends { shard: ShardKeys }>(
-    requests: T[],
-    calls: number[][],
-    send: (target: CallTarget, indexes: number[]) => unknown,
-  ): Promise<Array<[Error | null, unknown]>> {
-    // A lone call goes straight to the client (on a cluster ioredis routes it): a pipeline costs more to
-    // build than the call itself.
-    if (calls.length === 1) return [await settle(send(this.client, calls[0]) as Promise<unknown>)];
-    const settled: Array<[Error | null, unknown]> = new Array(calls.length);
-    // Before the slot map is known, each call goes on its own; ioredis routes it.
-    const nodeOf = (call: number): string => {
-      const slot = requests[calls[call][0]].shard.slot;
-      return isCluster(this.client) ? (this.client.slots[slot]?.join(',') ?? `slot:${slot}`) : 'server';
-    };
-    const byNode = groupBy(
-      calls.map((_, call) => call),
-      nodeOf,
-    );
-    await Promise.all(
-      [...byNode.values()].map(async (callsOfNode) => {
-        const pipeline = this.client.pipeline() as ScriptPipeline;
-        for (const call of callsOfNode) send(pipeline, calls[call]);
-        try {
-          ((await pipeline.exec()) ?? []).forEach((result, i) => (settled[callsOfNode[i]] = result));
-        } catch (error) {
-          for (const call of callsOfNode) settled[call] = [error as Error, undefined];
+  groupsForCalls<R>(
+    requests: R[],
+    slotOf: (request: R) => number,
+    most = Number.POSITIVE_INFINITY,
+    sizeOf: (request: R) => number = () => 1,
+  ): R[][] {
+    const bySlot = isCluster(this.client) ? [...groupBy(requests, slotOf).values()] : [requests];
+    return bySlot.flatMap((requestsOfSlot) => {
+      const groups: R[][] = [];
+      let size = Number.POSITIVE_INFINITY;
+      for (const request of requestsOfSlot) {
+        const more = sizeOf(request);
+        if (size + more > most) {
+          groups.push([]);
+          size = 0;
         }
-      }),
-    );
-    return settled;
-  }
-
-  /**
-   * Requests one script call can serve together: all of them on a single Redis; on a cluster those of
-   * one slot (a script's keys must share one).
-   */
-  callsBySlot(requests: Array<{ shard: ShardKeys }>): number[][] {
-    const indexes = requests.map((_, index) => index);
-    if (!isCluster(this.client)) return [indexes];
-    return [...groupBy(indexes, (index) => requests[index].shard.slot).values()];
-  }
-
-  /**
-   * Shards' row requests per script call: those one call can serve together (`callsBySlot`), whole
-   * shards at a time, at most MAX_ROWS_PER_CALL rows per call (a larger shard goes alone).
-   */
-  rowCallsBySlot(requests: Array<{ shard: ShardKeys; encodedIds: string[] }>): number[][] {
-    return this.callsBySlot(requests).flatMap((indexes) => {
-      const calls: number[][] = [];
-      let rows = Number.POSITIVE_INFINITY;
-      for (const index of indexes) {
-        const size = requests[index].encodedIds.length;
-        if (rows + size > MAX_ROWS_PER_CALL) {
-          calls.push([]);
-          rows = 0;
-        }
-        calls[calls.length - 1].push(index);
-        rows += size;
+        groups[groups.length - 1].push(request);
+        size += more;
       }
-      return calls;
+      return groups;
     });
   }
 
   /**
-   * On a cluster, waits until the replicas of the shard's master have every write this connection sent
-   * it, the claim (or give-back) included. Sent only after a claim that holds a batch and after a
-   * give-back: a WAIT holds up everything queued behind it on the connection, so empty shards must not
-   * pay for it.
+   * Sends the calls, each settled once: a lone call straight to the client (on a cluster ioredis routes
+   * it), since a pipeline costs more to build than the call itself; others in one pipeline per node.
    */
-  async awaitReplicas(shard: ShardKeys): Promise<void> {
+  private async transmit(queued: QueuedCall[]): Promise<void> {
+    const sent = queued.map((entry) => ({ call: entry.request, settle: this.settler(entry) }));
+    if (sent.length === 1) {
+      const [{ call, settle }] = sent;
+      try {
+        settle(null, await ((this.client as unknown as CommandTarget)[call.command](...call.args) as Promise<unknown>));
+      } catch (error) {
+        settle(error as Error);
+      }
+      return;
+    }
+    // On a single Redis each call is settled as its reply arrives, not with the round trip's last one, so
+    // a flush worker's transaction does not wait for another worker's claims sent alongside. A cluster
+    // pipeline sends again what a node redirects: there a call is settled from its results.
+    const early = !isCluster(this.client);
+    await Promise.all(
+      [...groupBy(sent, ({ call }) => this.nodeOf(call.slot)).values()].map(async (ofNode) => {
+        const pipeline = this.client.pipeline() as unknown as CommandTarget & { exec(): Promise<unknown> };
+        for (const { call, settle } of ofNode) {
+          if (early) pipeline[call.command](...call.args, settle);
+          else pipeline[call.command](...call.args);
+        }
+        try {
+          const results = ((await pipeline.exec()) ?? []) as Array<[Error | null, unknown]>;
+          // A call settled early stays so; this settles the rest (a cluster's).
+          ofNode.forEach(({ settle }, i) => settle(...(results[i] ?? [new Error(NO_REPLY), undefined])));
+        } catch (error) {
+          for (const { settle } of ofNode) settle(error as Error);
+        }
+      }),
+    );
+  }
+
+  /** The node that serves a slot; before the slot map is known, the slot itself (ioredis routes its pipeline). */
+  private nodeOf(slot: number | undefined): string {
+    if (!isCluster(this.client)) return 'server';
+    return (slot === undefined ? undefined : this.client.slots[slot]?.join(',')) ?? `slot:${slot}`;
+  }
+
+  /**
+   * Settles a call once, from the first error or reply it is given: a failure as `toStoreError` gives
+   * it; a reply as the call reads it, once the replicas have it where the call asks for them.
+   */
+  private settler({
+    request: call,
+    resolve,
+    reject,
+  }: QueuedCall): (error: Error | null | undefined, reply?: unknown) => void {
+    let settled = false;
+    return (error, reply) => {
+      if (settled) return;
+      settled = true;
+      if (error) return reject(toStoreError(error));
+      let result: unknown;
+      try {
+        result = call.read(reply);
+      } catch (readError) {
+        return reject(readError);
+      }
+      if (call.slot === undefined || !call.replicate?.(result)) return resolve(result);
+      this.awaitReplicas(call.slot).then(
+        () => resolve(result),
+        (waitError: unknown) => reject(toStoreError(waitError)),
+      );
+    };
+  }
+
+  /**
+   * On a cluster, waits until the replicas of the slot's master have every write this connection sent
+   * it. Sent only after a call that asks for it (a claim that holds a batch, a give-back): a WAIT holds
+   * up everything queued behind it on the connection, so other calls must not pay for it.
+   */
+  private async awaitReplicas(slot: number): Promise<void> {
     if (!isCluster(this.client)) return;
-    const [master, ...replicas] = this.client.slots[shard.slot] ?? [];
+    const [master, ...replicas] = this.client.slots[slot] ?? [];
     if (!master || replicas.length === 0) return;
     // WAIT names no key, so the cluster would route it anywhere: send it on the master's own connection.
     const connection = this.client
@@ -208,26 +236,10 @@ export class ScriptRunner {
       throw new CounterReplicationLagError(MESSAGES.claimNotReplicated(confirmed, replicas.length, this.replicaWaitMs));
     }
   }
-
-  private async sendShardCalls(queued: Queued<ShardCall, unknown>[]): Promise<void> {
-    const requests = queued.map(({ request }) => request);
-    const settleCall =
-      (index: number): ReplyCallback =>
-      (error, reply) =>
-        error ? queued[index].reject(error) : queued[index].resolve(reply);
-    // On a single Redis each call is settled as its reply arrives, not with the round trip's last one, so a
-    // flush worker's transaction does not wait for another worker's claims sent alongside. A cluster
-    // pipeline sends again what a node redirects: there a call is settled from its results.
-    const early = isCluster(this.client) ? undefined : settleCall;
-    const settled = await this.sendPerNode(
-      requests,
-      requests.map((_, index) => [index]),
-      (target, [index]) => requests[index].send(target, early?.(index) ?? ignoreReply),
-    );
-    // A call settled early stays so; this settles the rest (a pipeline that failed as a whole, a cluster's).
-    settled.forEach(([error, reply], index) => settleCall(index)(error, reply));
-  }
 }
+
+/** What a pipeline gives for a call it has no result for. */
+const NO_REPLY = 'The pipeline gave no reply for the call.';
 
 /**
  * What a failed command means to the caller: an outage (CounterStoreUnavailableError, a Redis out of
@@ -246,23 +258,4 @@ export function toStoreError(error: unknown): unknown {
     return new CounterStoreUnavailableError(MESSAGES.storeUnavailable(error.message, sent), { cause: error });
   }
   return error;
-}
-
-/** A reply nobody waits for: the call is settled from the pipeline's results instead. */
-const ignoreReply: ReplyCallback = () => undefined;
-
-/** A command's error or reply, as a pipeline gives them. */
-function settle(reply: Promise<unknown>): Promise<[Error | null, unknown]> {
-  return reply.then(
-    (value) => [null, value],
-    (error: Error) => [error, undefined],
-  );
-}
-
-/** The replies of an executed pipeline; the first command error is thrown. */
-function unwrap(results: Array<[Error | null, unknown]>): unknown[] {
-  return results.map(([error, reply]) => {
-    if (error) throw error;
-    return reply;
-  });
 }

@@ -153,7 +153,7 @@ describe.each(DATABASES)('module wiring on %s', (databaseName) => {
     const encoded = encodeURIComponent(String(article.id));
     const shard = keys.shard(reader.getMetadata(Article).tablePath, keys.shardOf(encoded));
     expect(await redis.hgetall(shard.row(encoded))).toEqual({ 'v:like_count': '7', 'v:view_count': '40' });
-    // The pending hash holds the change, and the field that keeps it a hash table (wide-pending.lua.ts).
+    // The pending hash holds the change, and the field that keeps it a hash table (wide-hash.lua.ts).
     expect(await redis.hgetall(shard.pending)).toEqual({ [`${encoded} like_count`]: '3', '#wide': '-'.repeat(65) });
     expect(await redis.zrange(shard.dirty, '0', '-1')).toEqual([encoded]);
     // Besides the row, its shard's pending hash and dirty set: one generation key per shard of each

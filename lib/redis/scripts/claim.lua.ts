@@ -1,5 +1,3 @@
-import { UNKNOWN_CHANGES_KEPT_MS } from '../../counter.constants.js';
-
 /** The claim script: see the comment at its top. */
 export const CLAIM_LUA = String.raw`#!lua flags=allow-oom
 --[[
@@ -25,15 +23,15 @@ or false where Redis refuses DUMP (an ACL): the caller then reads the batch with
 
 A shard with at most 'most rows' dirty rows is claimed whole: its pending hash is renamed to the batch
 hash and its dirty set deleted, whatever the number of rows. A larger one gives its oldest rows, so no
-row waits behind newer ones. The new pending hash gets the '#wide' field (no change: readers skip
-fields starting with '#'), whose value is longer than Redis's hash-max-listpack-value: Redis then keeps
-the hash as a hash table, which HINCRBY reaches in constant time, instead of a listpack it searches
-field by field (see docs/PERFORMANCE.md, "Pending hash as a hash table").
+row waits behind newer ones. The new pending hash is kept as a hash table (wide-hash.lua.ts).
 Invariant: every unflushed change is in exactly one place: the pending hash (its row in the dirty set),
 the batch hash, or the hash of unknown counters' changes (until dropped as those of a removed counter).
 Runs on a Redis full under noeviction (allow-oom): the flush is what drains it, and this script adds
 at most a lease or a few fields while the flush frees whole batches.
 ]]
+
+--@include wide-hash
+--@include limits
 
 local dirty, batch, lease, generation, pending, unknown = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local token, leaseMs, batchId, most, now = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5]
@@ -78,7 +76,7 @@ redis.call('SET', lease, token, 'PX', leaseMs)
 local since = redis.call('ZRANGE', dirty, 0, 0, 'WITHSCORES')[2]
 if rows <= most then
   if redis.call('EXISTS', pending) == 1 then redis.call('RENAME', pending, batch) end
-  redis.call('HSET', pending, '#wide', string.rep('-', 65))
+  keep_as_hash_table(pending)
   -- UNLINK frees a set of thousands of rows off Redis's main thread.
   redis.call('UNLINK', dirty)
 else
@@ -101,7 +99,7 @@ else
 end
 -- Changes given back by an instance that did not know their counters: this one knows them if they are
 -- among the counters it claims for. Those of a counter it does not know either are dropped once nothing
--- was given back for ${UNKNOWN_CHANGES_KEPT_MS} ms ('#at', see give-back.lua.ts): a counter removed from
+-- was given back for UNKNOWN_CHANGES_KEPT_MS ms ('#at', see give-back.lua.ts): a counter removed from
 -- the entity, which no instance will claim.
 if redis.call('EXISTS', unknown) == 1 then
   local known = {}
@@ -113,7 +111,7 @@ if redis.call('EXISTS', unknown) == 1 then
   end
   local time = redis.call('TIME')
   local stale = givenAt ~= nil
-    and givenAt + ${UNKNOWN_CHANGES_KEPT_MS} <= time[1] * 1000 + math.floor(time[2] / 1000)
+    and givenAt + UNKNOWN_CHANGES_KEPT_MS <= time[1] * 1000 + math.floor(time[2] / 1000)
   for i = 1, #flat, 2 do
     local field = flat[i]
     if field ~= '#at' then

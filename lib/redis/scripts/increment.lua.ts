@@ -1,6 +1,3 @@
-import { IDEMPOTENCY_PRUNE_PER_CHANGE } from '../../counter.constants.js';
-import { ROW_CHANGE_LUA } from './row-change.lua.js';
-
 /** The increment script: see the comment at its top. */
 export const INCREMENT_LUA = String.raw`
 --[[
@@ -28,11 +25,12 @@ The idempotency record holds '<encoded id> <key>' per applied keyed change, scor
 (ms, Redis's clock). Invariant: a keyed change is applied only if its member is absent or expired, and
 is recorded in the same call; a change answered 0 or 2 records nothing. The record has no TTL, so a
 Redis that evicts keys with one (volatile-*) never forgets a key: for each keyed change answered 1 or 3
-the call removes up to ${IDEMPOTENCY_PRUNE_PER_CHANGE} expired members of its record, the oldest, without a scan of
-the keyspace.
+the call removes up to IDEMPOTENCY_PRUNE_PER_CHANGE expired members of its record, the oldest, without
+a scan of the keyspace.
 ]]
 
-${ROW_CHANGE_LUA}
+--@include row-change
+--@include limits
 local function outside(value, min, max)
   return value < (min == '' and -MAX_SAFE or tonumber(min)) or value > (max == '' and MAX_SAFE or tonumber(max))
 end
@@ -87,7 +85,7 @@ if #KEYS == 5 and ARGV[3] == '-1' then
   local record = KEYS[5]
   local kind, value =
     change_one(1, ARGV[2], ARGV[5], ARGV[6], ARGV[7], ARGV[8], record, ARGV[2] .. ' ' .. ARGV[9], ARGV[4] * 1000)
-  if kind ~= 0 then prune(record, ${IDEMPOTENCY_PRUNE_PER_CHANGE}) end
+  if kind ~= 0 then prune(record, IDEMPOTENCY_PRUNE_PER_CHANGE) end
   if kind == 1 then return value end
   return { kind, value }
 end
@@ -172,6 +170,6 @@ while k <= #KEYS do
   end
   k = k + width
 end
-for _, record in ipairs(records) do prune(record, ${IDEMPOTENCY_PRUNE_PER_CHANGE} * keyedOf[record]) end
+for _, record in ipairs(records) do prune(record, IDEMPOTENCY_PRUNE_PER_CHANGE * keyedOf[record]) end
 return out
 `;

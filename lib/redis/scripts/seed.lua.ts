@@ -22,13 +22,7 @@ in the shard and no change of the row's counter was in flight, plus the changes 
 or missed.
 ]]
 
-local MAX_SAFE = 9007199254740991
-
--- A value Redis returns exactly: the number below 10^14, else its digits (Lua's own conversion keeps 14).
-local function exact(number)
-  if number > -1e14 and number < 1e14 then return number end
-  return string.format('%.0f', number)
-end
+--@include numbers
 
 -- The sum of integers given as text when every step of it is exact as a double, else nil (the caller then
 -- lets HINCRBY add in 64 bits).

@@ -1,5 +1,3 @@
-import { ROW_CHANGE_LUA } from './row-change.lua.js';
-
 /** The set script: see the comment at its top. */
 export const SET_LUA = String.raw`
 --[[
@@ -23,7 +21,7 @@ do, since a change mirrors one of the source, but a set moves the value without 
 that comes back after one must not pass for the value a recount read before it.
 ]]
 
-${ROW_CHANGE_LUA}
+--@include row-change
 local id, counter, target, min, max = ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5], ARGV[6]
 local field, version_field, version = 'v:' .. counter, 's:' .. counter, ARGV[7]
 

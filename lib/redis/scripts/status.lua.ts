@@ -5,7 +5,7 @@ What shards have waiting for the database: every shard of a single Redis in one 
 MAX_SHARDS_PER_STATUS_CALL), those of one slot per call on a cluster. Every flush of every instance
 starts with it, so a quiet flush costs one round trip per node.
 
-KEYS, per shard: its dirty set, batch hash and generation.
+KEYS, per shard: its dirty set, batch hash and generation. ARGV: none.
 Returns one string: Redis's clock (ms), then a line per shard, '<dirty rows>,<when the oldest became
 dirty (ms)>,<rows in the claimed batch>,<when the batch's oldest row became dirty (ms)>,<generation>',
 each field empty where there is none (the generation when its key is missing). Times are Redis's, so
