@@ -17,7 +17,7 @@ import type { CounterInstruments } from './metrics/counter.instruments.js';
 import { CounterKeys, type ShardKeys } from './redis/counter.keys.js';
 import { CounterStore, type VersionedValue } from './redis/counter.store.js';
 import { RefusedChanges } from './reconcile/refused-changes.js';
-import type { IncrementOutcome, IncrementRequest } from './redis/increment.batcher.js';
+import { IncrementBatcher, type IncrementOutcome, type IncrementRequest } from './redis/increment.batcher.js';
 import { toRowId, type RowId } from './model/row-id.js';
 import { SeedRetry } from './seed.retry.js';
 import { loneSurrogateAt } from './well-formed-text.js';
@@ -31,6 +31,7 @@ export class CounterChangeApplier {
   constructor(
     private readonly registry: CounterRegistry,
     private readonly store: CounterStore,
+    private readonly increments: IncrementBatcher,
     private readonly keys: CounterKeys,
     private readonly reader: CounterReader,
     @Inject(COUNTER_INSTRUMENTS) private readonly instruments: CounterInstruments,
@@ -53,12 +54,12 @@ export class CounterChangeApplier {
     try {
       const change = this.prepareChange(entity, id, counter, by, sign, options);
       const { delta } = change.request;
-      let outcome = await this.store.increments.increment(change.request);
+      let outcome = await this.increments.increment(change.request);
       if (outcome.kind !== 'applied' && outcome.kind !== 'already-applied') {
         outcome = await this.finishChange(
           change,
           outcome,
-          () => this.store.increments.increment(change.request),
+          () => this.increments.increment(change.request),
           () => delta,
         );
       }

@@ -11,6 +11,7 @@ import { CounterRedisHandle } from './redis/counter-redis.handle.js';
 import { CounterStore } from './redis/counter.store.js';
 import { EvictionPolicyCheck } from './redis/eviction-policy.check.js';
 import { FlushStore } from './redis/flush.store.js';
+import { IncrementBatcher } from './redis/increment.batcher.js';
 import { ScriptRunner } from './redis/script.runner.js';
 import { CountedRowsQuery } from './sql/counted-rows.query.js';
 import { CounterDatabase } from './sql/counter.database.js';
@@ -56,7 +57,13 @@ export const COUNTER_FACTORY_PROVIDERS: Provider[] = [
   {
     provide: CounterStore,
     useFactory: (runner: ScriptRunner, options: ResolvedCounterOptions) =>
-      new CounterStore(runner, options.cleanRowTtlSeconds, options.idempotencyTtlSeconds),
+      new CounterStore(runner, options.cleanRowTtlSeconds),
+    inject: [ScriptRunner, COUNTER_OPTIONS],
+  },
+  {
+    provide: IncrementBatcher,
+    useFactory: (runner: ScriptRunner, options: ResolvedCounterOptions) =>
+      new IncrementBatcher(runner, options.cleanRowTtlSeconds, options.idempotencyTtlSeconds),
     inject: [ScriptRunner, COUNTER_OPTIONS],
   },
   {

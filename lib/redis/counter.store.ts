@@ -1,7 +1,7 @@
 import type { ShardKeys } from './counter.keys.js';
 import { MAX_ROWS_PER_CALL } from '../counter.constants.js';
 import { inRequestOrder } from '../collections.js';
-import { IncrementBatcher, type ChangeOutcome, type IncrementRequest } from './increment.batcher.js';
+import type { ChangeOutcome, IncrementRequest } from './increment.batcher.js';
 import { REPLY, type Arg } from './script-commands.js';
 import { scriptCall, type ScriptRunner } from './script.runner.js';
 
@@ -54,26 +54,19 @@ export interface VersionedReadRequest {
 export type SetOutcome = ChangeOutcome | { kind: 'changed'; current: number };
 
 /**
- * Live values in Redis: changes (batched per turn of the event loop, see `increments`), sets, reads of
+ * Live values in Redis (changes go through IncrementBatcher): sets, reads of
  * rows, and loads of rows from database values. Reads and loads of rows of several shards go in one
  * script call per slot (one in all on a single Redis), at most MAX_ROWS_PER_CALL rows each, and one round
  * trip per node.
  */
 export class CounterStore {
-  /** Where counter changes go (see increment.lua.ts). */
-  readonly increments: IncrementBatcher;
-
   /**
    * @param rowTtlSeconds how long a row stays cached after it was loaded or first changed since a claim.
-   * @param idempotencyTtlSeconds how long a keyed change's key is remembered.
    */
   constructor(
     private readonly runner: ScriptRunner,
     private readonly rowTtlSeconds: number,
-    idempotencyTtlSeconds: number,
-  ) {
-    this.increments = new IncrementBatcher(runner, rowTtlSeconds, idempotencyTtlSeconds);
-  }
+  ) {}
 
   /**
    * Sets one counter of one row (see set.lua.ts), with the other calls of this turn. `changed` only

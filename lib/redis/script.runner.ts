@@ -255,7 +255,10 @@ export function toStoreError(error: unknown): unknown {
   }
   if (error.name !== 'ReplyError') {
     const sent = !REFUSED_UNSENT.test(error.message);
-    return new CounterStoreUnavailableError(MESSAGES.storeUnavailable(error.message, sent), { cause: error });
+    return new CounterStoreUnavailableError(MESSAGES.storeUnavailable(error.message, sent), {
+      cause: error,
+      outcomeUnknown: sent,
+    });
   }
   return error;
 }
