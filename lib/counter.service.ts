@@ -136,7 +136,7 @@ export class CounterService {
   /**
    * Corrects the counter of the rows given, or of every row (walked in primary key order, `batchSize` at
    * a time, progress logged), to the value its declared source gives (`@Counted({ source })`).
-   * @see README, "Recount and audit"
+   * @see docs/RECOUNT.md, "Audit and recount"
    */
   recount(entity: EntityClass, counter: string, options?: RecountOptions): Promise<RecountReport> {
     const counted = this.registry.get(entity);

@@ -3,8 +3,8 @@
 // - unflushed at the kill: acknowledged before the old server was gone, minus what the database held
 //   once no flush of the old server's data could still commit. Exact, whatever the flushes did.
 // - acknowledged since the last complete flush: the deltas acknowledged after the start of the last
-//   flush that ended before the kill having written everything it found (README: "at most what arrived
-//   in the last flush interval plus one flush").
+//   flush that ended before the kill having written everything it found (RELIABILITY.md: "at most one
+//   flush interval plus one flush").
 // An increment sent after the old server was gone can only have reached the new one, and is never lost.
 import { targetKey, type CounterTarget } from './counter-targets.js';
 import { TimedDeltas } from './timed-deltas.js';

@@ -1,4 +1,4 @@
-// The application a chaos worker runs, built as a user would build theirs (README "Usage"): TypeORM,
+// The application a chaos worker runs, built as a user would build theirs (README, "Quick start"): TypeORM,
 // the scheduler, the counter module, and shutdown hooks so that SIGTERM runs the final flush.
 import { Module, type DynamicModule, type INestApplicationContext } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';

@@ -14,7 +14,7 @@ import { terminusHealthIndicators } from './terminus.loader.js';
  * A health indicator for `@nestjs/terminus` 11 and 12 (an optional peer, loaded on the first check):
  * `health.check([() => this.counterHealth.isHealthy('counters')])`. Its data are `CounterService.status()`'s
  * figures, with a `message` when it is not up.
- * @see README, "Health"
+ * @see docs/OPERATING.md, "Health"
  * @publicApi
  */
 @Injectable()

@@ -136,7 +136,7 @@ export interface CounterModuleOptions {
   /**
    * Prometheus metrics through `prom-client` (an optional peer, loaded only when this is on): `true`
    * registers them in prom-client's global `register` (the one `@willsoto/nestjs-prometheus` serves),
-   * an object may name another registry and a prefix. See the README, "Metrics", for the names.
+   * an object may name another registry and a prefix. See docs/OPERATING.md, "Metrics", for the names.
    * @default false
    */
   metrics?: boolean | CounterMetricsOptions;

@@ -17,7 +17,7 @@ const UNKNOWN_LABEL = 'unknown';
 const FLUSH_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
 /**
- * The module's Prometheus metrics (README, "Metrics"). A metric its registry holds already (another module
+ * The module's Prometheus metrics (docs/OPERATING.md, "Metrics"). A metric its registry holds already (another module
  * or app of the process) is reused. The increment path counts through a label child made once per counter.
  */
 export class PrometheusInstruments implements CounterInstruments {

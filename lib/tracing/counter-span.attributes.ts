@@ -3,7 +3,7 @@ import type { FlushReport } from '../interfaces/flush-report.interface.js';
 import type { DeltaBatch } from '../model/delta-batch.js';
 import type { CounterSpanAttributes } from './counter.tracer.js';
 
-/** The module's span names and attributes, in one place (README, "Tracing"). */
+/** The module's span names and attributes, in one place (docs/OPERATING.md, "Tracing"). */
 export const SPAN = {
   flush: 'counter.flush',
   transaction: 'counter.flush.transaction',

@@ -352,7 +352,7 @@ describe.each(DATABASES)('one repair per loss, finished through outages, on %s',
     proxy.setMode('reset');
     for (const topicId of ids) await a.dataSource.getRepository(Reply).insert({ topicId });
     // Changes refused on the three topics, then on 10,000 more rows: one more than an instance
-    // remembers (README, "Operating it"). Rows that do not exist are refused alike, Redis being down.
+    // remembers (docs/OPERATING.md, "Redis data loss"). Rows that do not exist are refused alike, Redis being down.
     const refusedIds = [...ids, ...Array.from({ length: 10_000 }, (_, i) => 1_000_000 + i)];
     let refused = 0;
     for (const id of refusedIds) {

@@ -27,7 +27,7 @@ const IDLE = {
   lastRedisDataLoss: null,
 };
 
-// CounterHealthIndicator in a real HealthCheckService (README, "Health"), on the installed Terminus.
+// CounterHealthIndicator in a real HealthCheckService (docs/OPERATING.md, "Health"), on the installed Terminus.
 describe(`the health indicator on Terminus ${terminusHasDegraded ? '12' : '11'}`, () => {
   const apps = useCounterApps('health');
 

@@ -31,7 +31,7 @@ async function samples(registry: Registry, name: string): Promise<Record<string,
   );
 }
 
-// The Prometheus metrics of `metrics: true | { registry, prefix }` (README, "Metrics"), on real Redis and SQL.
+// The Prometheus metrics of `metrics: true | { registry, prefix }` (docs/OPERATING.md, "Metrics"), on real Redis and SQL.
 describe('Prometheus metrics', () => {
   const redis = testRedis();
   const prefixes: string[] = [];

@@ -16,7 +16,7 @@ import { insertArticles, insertRemarks } from '../support/rows.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-// The spans of `tracing: true` (README, "Tracing"), recorded by the OpenTelemetry SDK as an app registers it.
+// The spans of `tracing: true` (docs/OPERATING.md, "Tracing"), recorded by the OpenTelemetry SDK as an app registers it.
 describe('OpenTelemetry spans', () => {
   const exporter = new InMemorySpanExporter();
   const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
