@@ -1,14 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { Cluster, Redis } from 'ioredis';
 import type { CounterRedisConnection } from '../../lib/index.js';
-import { RESP2 } from '../../test/support/redis.js';
+import { CLUSTER_NODES } from '../../support/local-cluster.js';
+import { REDIS_URL, RESP2 } from '../../support/redis.js';
 
-export { RESP2 };
-
-export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
-
-/** The local cluster of scripts/redis-cluster.sh: three masters, three replicas. */
-export const CLUSTER_NODES = [7000, 7001, 7002, 7003, 7004, 7005].map((port) => ({ host: '127.0.0.1', port }));
+export { REDIS_URL, RESP2 };
 
 export type Topology = 'standalone' | 'cluster';
 

@@ -7,8 +7,8 @@ import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../support/free-port.js';
-import { RESP2 } from '../support/redis.js';
+import { freePort } from '../../support/free-port.js';
+import { RESP2 } from '../../support/redis.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const require = createRequire(import.meta.url);
