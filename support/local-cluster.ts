@@ -1,7 +1,8 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
+import { RESP2 } from './redis.js';
 
 /**
  * The local Redis Cluster the suites share: three masters and three replicas on 127.0.0.1:7000-7005.
@@ -15,6 +16,11 @@ export const CLUSTER_NODES = (process.env.REDIS_CLUSTER_PORTS ?? '7000 7001 7002
   .trim()
   .split(/\s+/)
   .map((port) => ({ host: '127.0.0.1', port: Number(port) }));
+/** A client of the caller's own for the local cluster, to inspect keys (any node answers for any key). */
+export function localClusterClient(): Cluster {
+  return new Cluster(CLUSTER_NODES, { redisOptions: RESP2 });
+}
+
 const WHERE = `127.0.0.1:${CLUSTER_NODES[0].port}-${CLUSTER_NODES[CLUSTER_NODES.length - 1].port}`;
 
 const SCRIPT_NAME = 'scripts/redis-cluster.sh';

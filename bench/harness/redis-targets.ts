@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Cluster, Redis } from 'ioredis';
 import type { CounterRedisConnection } from '../../lib/index.js';
-import { CLUSTER_NODES } from '../../support/local-cluster.js';
+import { CLUSTER_NODES, localClusterClient } from '../../support/local-cluster.js';
 import { REDIS_URL, RESP2 } from '../../support/redis.js';
 
 export { REDIS_URL, RESP2 };
@@ -15,7 +15,7 @@ export function redisOption(topology: Topology): CounterRedisConnection {
 
 /** A client of the benchmark's own, to inspect or clean up keys. */
 export function inspectionClient(topology: Topology): Redis | Cluster {
-  return topology === 'cluster' ? new Cluster(CLUSTER_NODES, { redisOptions: RESP2 }) : new Redis(REDIS_URL, RESP2);
+  return topology === 'cluster' ? localClusterClient() : new Redis(REDIS_URL, RESP2);
 }
 
 /** A key prefix of this run alone. */

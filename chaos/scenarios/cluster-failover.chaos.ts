@@ -22,9 +22,8 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { CounterKeys } from '../../lib/redis/counter.keys.js';
 import { deleteKeys } from '../../support/redis.js';
-import { CLUSTER_NODES } from '../../support/local-cluster.js';
+import { CLUSTER_NODES, localClusterClient } from '../../support/local-cluster.js';
 import type { RedisServer } from '../../support/redis-server.js';
-import { inspectionClient } from '../../test/support/topologies.js';
 import type { WireFlushReport } from '../worker/worker-protocol.js';
 import { CHAOS_DATABASES, type ChaosDeployment } from '../harness/chaos-deployment.js';
 import type { ChaosWorker } from '../harness/chaos-worker.js';
@@ -81,7 +80,7 @@ describe.each(CHAOS_DATABASES)('scenario 6: Redis Cluster failover under load, o
     afterClose: async (prefix) => {
       await healCluster(killed.splice(0), original);
       if (prefix) {
-        const redis = inspectionClient('cluster');
+        const redis = localClusterClient();
         await deleteKeys(redis, prefix).finally(() => redis.disconnect());
       }
     },
@@ -129,7 +128,7 @@ describe.each(CHAOS_DATABASES)('scenario 6: Redis Cluster failover under load, o
     await sleep(WARMUP_MS);
 
     // The slots computed here are the ones the workers write: every counted target's row is in Redis.
-    const redis = inspectionClient('cluster');
+    const redis = localClusterClient();
     const counted = targets.filter((target) => tally.acknowledged(target) > 0);
     const missing = await rowKeysMissing(redis, slots, counted).finally(() => redis.disconnect());
     expect(missing, 'row keys computed for the targets').toEqual([]);
@@ -157,7 +156,7 @@ describe.each(CHAOS_DATABASES)('scenario 6: Redis Cluster failover under load, o
     const { chaos, deployment, targets, start, tally, load, sampler, loops, workers } = run;
     await load.stop();
     const reports = [...(await loops.stop()), ...extraReports];
-    const redis = inspectionClient('cluster');
+    const redis = localClusterClient();
     const { final, figures } = await chaos
       .settle({ flusher: workers[0], targets, start, tally, sampler, redis })
       .finally(() => redis.disconnect());

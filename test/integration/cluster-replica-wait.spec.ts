@@ -7,7 +7,7 @@ import { createTestDatabase, DATABASES, type TestDatabase } from '../../support/
 import { Article, ArticleBeforeViewCount } from '../fixtures/entities.js';
 import { RedisCluster } from '../../support/redis-cluster.js';
 import { uniquePrefix } from '../../support/redis.js';
-import { insertArticles } from '../support/rows.js';
+import { insertArticles } from '../../support/rows.js';
 import { claimedBatchId, replicasAwaited, scriptOf, scriptsBySha } from '../support/script-calls.js';
 import { TOPOLOGIES } from '../support/topologies.js';
 

@@ -7,7 +7,7 @@ import { COUNTER_DEFAULTS, MAX_ROWS_PER_CALL } from '../../lib/counter.constants
 import { CounterKeys } from '../../lib/redis/counter.keys.js';
 import type { CounterApp } from '../support/counter-app.js';
 import { Article } from '../fixtures/entities.js';
-import { insertArticleRows, spreadIds } from '../support/rows.js';
+import { insertArticleRows, spreadIds } from '../../support/rows.js';
 import { LIVE_COUNTS_CONTROLLERS } from '../fixtures/live-counts.controller.js';
 import { nodeOfTrip, type RoundTrip, type RoundTrips } from '../support/redis-traffic.js';
 import { useRoundTripSuite } from '../support/round-trip-suite.js';

@@ -12,7 +12,7 @@ import { createTestDatabase, DATABASES, type TestDatabase } from '../../support/
 import { Article, ArticleBeforeViewCount, ENTITIES, Remark } from '../fixtures/entities.js';
 import { Reply, SOURCED_ENTITIES, Topic } from '../fixtures/sourced-entities.js';
 import { deleteKeys, masters, uniquePrefix } from '../../support/redis.js';
-import { articleCounts, insertArticles, insertRemarks, remarkCounts, spreadIds } from '../support/rows.js';
+import { articleCounts, insertArticles, insertRemarks, remarkCounts, spreadIds } from '../../support/rows.js';
 import { claimedBatchId, claimedIds, replicasAwaited, scriptArguments, scriptsBySha } from '../support/script-calls.js';
 import { ScriptKeyAudit } from '../support/script-key-audit.js';
 import { listedReplicas, slotOwners } from '../../support/slot-owners.js';

@@ -15,10 +15,10 @@ import { startCounterApp, type CounterApp } from '../support/counter-app.js';
 import { createTestDatabase, DATABASES, type TestDatabase } from '../../support/databases.js';
 import { Article } from '../fixtures/entities.js';
 import { useFaultSuite } from '../support/fault-suite.js';
-import { openObserver } from '../support/observer.js';
+import { openObserver } from '../../support/observer.js';
 import { RedisServer } from '../../support/redis-server.js';
 import { deleteKeys, scanKeys, testRedis, uniquePrefix } from '../../support/redis.js';
-import { articleCounts, insertArticles, spreadIds } from '../support/rows.js';
+import { articleCounts, insertArticles, spreadIds } from '../../support/rows.js';
 import { TcpProxy } from '../../support/tcp-proxy.js';
 
 /** Only a hang takes this long: the module's Redis commands time out after REDIS_TIMEOUT_MS. */

@@ -23,7 +23,7 @@ import { NestHarness } from '../support/nest-harness.js';
 import { RedisCluster } from '../../support/redis-cluster.js';
 import { RedisServer } from '../../support/redis-server.js';
 import { uniquePrefix } from '../../support/redis.js';
-import { articleCounts, insertArticles } from '../support/rows.js';
+import { articleCounts, insertArticles } from '../../support/rows.js';
 
 /** Room for the module's keys and scripts above an empty redis-server's own ~1 MB. */
 const MAX_MEMORY = '8mb';

@@ -12,7 +12,7 @@ import { useCounterSuite } from '../support/counter-suite.js';
 import { DATABASES } from '../../support/databases.js';
 import { Article } from '../fixtures/entities.js';
 import { dirtyEveryShard, expectEveryShardWritten } from '../support/every-shard-dirty.js';
-import { articleCounts, insertArticles, spreadIds } from '../support/rows.js';
+import { articleCounts, insertArticles, spreadIds } from '../../support/rows.js';
 
 const SHARDS = 4;
 

@@ -9,7 +9,7 @@ import { useCounterSuite } from '../support/counter-suite.js';
 import { DATABASES } from '../../support/databases.js';
 import { Article, Remark } from '../fixtures/entities.js';
 import { keysEndingWith } from '../../support/redis.js';
-import { articleCounts, insertArticles, insertRemarks, remarkCounts } from '../support/rows.js';
+import { articleCounts, insertArticles, insertRemarks, remarkCounts } from '../../support/rows.js';
 
 const RETENTION_MS = 60_000;
 

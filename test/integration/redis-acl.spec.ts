@@ -5,7 +5,7 @@ import { startCounterApp, type CounterApp } from '../support/counter-app.js';
 import { createTestDatabase, type TestDatabase } from '../../support/databases.js';
 import { Article } from '../fixtures/entities.js';
 import { deleteKeys, REDIS_URL, testRedis, uniquePrefix } from '../../support/redis.js';
-import { articleCounts, insertArticles } from '../support/rows.js';
+import { articleCounts, insertArticles } from '../../support/rows.js';
 
 /** The ACL rules the README gives for the module's Redis user, from its `ACL SETUSER` line. */
 function documentedRules(): string[] {

@@ -7,7 +7,7 @@ import { Article } from '../fixtures/entities.js';
 import { RedisServer } from '../../support/redis-server.js';
 import { RESP2, uniquePrefix } from '../../support/redis.js';
 import { TcpProxy } from '../../support/tcp-proxy.js';
-import { articleCounts, insertArticles } from '../support/rows.js';
+import { articleCounts, insertArticles } from '../../support/rows.js';
 
 // G1's limit: losing Redis data loses at most the deltas not yet flushed, and never moves a database
 // value backwards; reads fall back to the database and increments continue from it.

@@ -8,7 +8,7 @@ import { Article } from '../fixtures/entities.js';
 import { useFaultSuite } from '../support/fault-suite.js';
 import { RedisServer } from '../../support/redis-server.js';
 import { uniquePrefix } from '../../support/redis.js';
-import { insertArticles } from '../support/rows.js';
+import { insertArticles } from '../../support/rows.js';
 import type { DataSource } from 'typeorm';
 
 /** The module's default: its commands, and a socket that stops answering, time out after this. */

@@ -7,7 +7,7 @@ import { Article } from '../fixtures/entities.js';
 import { RedisServer } from '../../support/redis-server.js';
 import { RedisTraffic } from '../support/redis-traffic.js';
 import { RESP2, uniquePrefix } from '../../support/redis.js';
-import { articleCounts, insertArticles } from '../support/rows.js';
+import { articleCounts, insertArticles } from '../../support/rows.js';
 
 /** The names of the commands `traffic` has seen, lower case. */
 const commandNames = async (traffic: RedisTraffic, via: Redis) =>

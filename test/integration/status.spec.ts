@@ -9,7 +9,7 @@ import { Article } from '../fixtures/entities.js';
 import { RedisServer } from '../../support/redis-server.js';
 import { uniquePrefix } from '../../support/redis.js';
 import { TcpProxy } from '../../support/tcp-proxy.js';
-import { insertArticles } from '../support/rows.js';
+import { insertArticles } from '../../support/rows.js';
 
 const SHARDS = 4;
 /** Article, Remark and Badge: every shard of each is marked and watched. */

@@ -1,7 +1,7 @@
 import type { DataSource } from 'typeorm';
 import { afterAll, afterEach, beforeAll, vi } from 'vitest';
 import { createTestDatabase, type DatabaseName, type TestDatabase } from '../../support/databases.js';
-import { openObserver } from './observer.js';
+import { openObserver } from '../../support/observer.js';
 import { deleteKeys, testRedis } from '../../support/redis.js';
 
 export interface FaultSuite {

@@ -8,7 +8,7 @@ import type { CounterApp } from '../../support/counter-app.js';
 import { Article, ENTITIES } from '../../fixtures/entities.js';
 import { nodeOfTrip, type RoundTrips } from '../../support/redis-traffic.js';
 import { useRoundTripSuite } from '../../support/round-trip-suite.js';
-import { articleCounts, insertArticles, spreadIds } from '../../support/rows.js';
+import { articleCounts, insertArticles, spreadIds } from '../../../support/rows.js';
 import { scriptsBySha } from '../../support/script-calls.js';
 import { slotOwners } from '../../../support/slot-owners.js';
 import { TOPOLOGIES } from '../../support/topologies.js';

@@ -1,8 +1,8 @@
 import { DataSource, type DataSourceOptions } from 'typeorm';
-import { CounterLedgerEntry } from '../../lib/index.js';
-import { ENTITIES } from '../fixtures/entities.js';
-import { SOURCED_ENTITIES } from '../fixtures/sourced-entities.js';
-import type { TestDatabase } from '../../support/databases.js';
+import { CounterLedgerEntry } from '../lib/index.js';
+import { ENTITIES } from '../test/fixtures/entities.js';
+import { SOURCED_ENTITIES } from '../test/fixtures/sourced-entities.js';
+import type { TestDatabase } from './databases.js';
 
 /**
  * A direct connection of the test's own to its database, with the tables created: for inserting rows
