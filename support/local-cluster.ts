@@ -16,6 +16,7 @@ export const CLUSTER_NODES = (process.env.REDIS_CLUSTER_PORTS ?? '7000 7001 7002
   .trim()
   .split(/\s+/)
   .map((port) => ({ host: '127.0.0.1', port: Number(port) }));
+
 /** A client of the caller's own for the local cluster, to inspect keys (any node answers for any key). */
 export function localClusterClient(): Cluster {
   return new Cluster(CLUSTER_NODES, { redisOptions: RESP2 });
