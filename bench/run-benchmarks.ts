@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { setup as startCluster, teardown as stopCluster } from '../test/support/redis-cluster.global-setup.js';
+import { startLocalCluster, stopLocalCluster } from '../support/local-cluster.js';
 import type { BenchContext } from './harness/bench-context.js';
 import type { BenchRun } from './harness/bench-results.js';
 import { throughputLatencyChart } from './harness/svg-chart.js';
@@ -31,7 +31,7 @@ async function main(): Promise<void> {
     warmupMs: Number(process.env.BENCH_WARMUP_MS ?? (quick ? 300 : 1_500)),
     log: (line) => console.log(`  ${line}`),
   };
-  await startCluster();
+  await startLocalCluster();
   try {
     const run: BenchRun = { startedAt: new Date().toISOString(), quick, machine: await machineInfo(), scenarios: [] };
     for (const scenario of scenarios) {
@@ -57,7 +57,7 @@ async function main(): Promise<void> {
       `\nWrote bench/results/latest.{json,md,svg}. Targets missed: ${missed.length === 0 ? 'none' : `\n  ${missed.join('\n  ')}`}`,
     );
   } finally {
-    await stopCluster();
+    await stopLocalCluster();
   }
 }
 

@@ -9,6 +9,9 @@
 # REDIS_CLUSTER_DIR overrides the folder (default: $TMPDIR/nestjs-counter-cluster), REDIS_CLUSTER_PORTS
 # the six ports (default: "7000 7001 7002 7003 7004 7005"; test/integration/cluster-script.spec.ts runs a
 # cluster of its own this way, beside the tests' one).
+#
+# support/local-cluster.ts runs this script too (for `npm test`, chaos and bench), so the cluster is made
+# one way. It stays a shell script: CI runs it before `npm ci`, with nothing but redis-server and redis-cli.
 set -euo pipefail
 
 read -r -a PORTS <<<"${REDIS_CLUSTER_PORTS:-7000 7001 7002 7003 7004 7005}"

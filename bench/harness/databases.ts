@@ -1,4 +1,4 @@
-import { createTestDatabase, type DatabaseName, type TestDatabase } from '../../test/support/databases.js';
+import { createTestDatabase, type DatabaseName, type TestDatabase } from '../../support/databases.js';
 
 export type { DatabaseName, TestDatabase };
 

@@ -1,14 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { Cluster, Redis } from 'ioredis';
 import type { CounterRedisConnection } from '../../lib/index.js';
-import { RESP2 } from '../../test/support/redis.js';
+import { CLUSTER_NODES, localClusterClient } from '../../support/local-cluster.js';
+import { REDIS_URL, RESP2 } from '../../support/redis.js';
 
-export { RESP2 };
-
-export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
-
-/** The local cluster of scripts/redis-cluster.sh: three masters, three replicas. */
-export const CLUSTER_NODES = [7000, 7001, 7002, 7003, 7004, 7005].map((port) => ({ host: '127.0.0.1', port }));
+export { REDIS_URL, RESP2 };
 
 export type Topology = 'standalone' | 'cluster';
 
@@ -19,7 +15,7 @@ export function redisOption(topology: Topology): CounterRedisConnection {
 
 /** A client of the benchmark's own, to inspect or clean up keys. */
 export function inspectionClient(topology: Topology): Redis | Cluster {
-  return topology === 'cluster' ? new Cluster(CLUSTER_NODES, { redisOptions: RESP2 }) : new Redis(REDIS_URL, RESP2);
+  return topology === 'cluster' ? localClusterClient() : new Redis(REDIS_URL, RESP2);
 }
 
 /** A key prefix of this run alone. */

@@ -6,10 +6,10 @@
 import { DataSource, type DataSourceOptions } from 'typeorm';
 import type { Redis } from 'ioredis';
 import { CounterLedgerEntry } from '../../lib/index.js';
-import { createTestDatabase, type DatabaseName, type TestDatabase } from '../../test/support/databases.js';
-import { deleteKeys, REDIS_URL, testRedis, uniquePrefix } from '../../test/support/redis.js';
-import { openObserver } from '../../test/support/observer.js';
-import { TcpProxy } from '../../test/support/tcp-proxy.js';
+import { createTestDatabase, type DatabaseName, type TestDatabase } from '../../support/databases.js';
+import { deleteKeys, REDIS_URL, testRedis, uniquePrefix } from '../../support/redis.js';
+import { openObserver } from '../../support/observer.js';
+import { TcpProxy } from '../../support/tcp-proxy.js';
 import type { WorkerConfig } from '../worker/worker-protocol.js';
 import { ChaosWorker } from './chaos-worker.js';
 import type { CounterTarget } from './counter-targets.js';

@@ -3,9 +3,9 @@
 // invariant and the result line. The deployment (its workers, proxies and Redis servers with it) is
 // closed after each test, whatever the test did.
 import { afterEach } from 'vitest';
-import type { DatabaseName } from '../../test/support/databases.js';
-import type { AnyRedis } from '../../test/support/redis.js';
-import { testSeed } from '../../test/support/seeded-random.js';
+import type { DatabaseName } from '../../support/databases.js';
+import type { AnyRedis } from '../../support/redis.js';
+import { testSeed } from '../../support/seeded-random.js';
 import type { WireFlushReport } from '../worker/worker-protocol.js';
 import type { AcknowledgedDeltas } from './acknowledged-deltas.js';
 import { ChaosDeployment, type WorkerCounterOptions } from './chaos-deployment.js';

@@ -1,16 +1,14 @@
-// The local Redis Cluster of scripts/redis-cluster.sh (127.0.0.1:7000-7005) seen and handled node by
+// The local Redis Cluster (support/local-cluster.ts, 127.0.0.1:7000-7005) seen and handled node by
 // node, for failover scenarios: who is master of what, killing a node's process, starting it again with
 // its own port, directory and nodes.conf (it rejoins as a replica of whoever took its slots), and putting
 // the cluster back as it was: every node up, cluster_state:ok everywhere, three replicas in sync, and
 // the original masters master again, so that the rest of the suite finds the cluster it expects.
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
-import { RESP2 } from '../../test/support/redis.js';
-import { CLUSTER_NODES } from '../../test/support/topologies.js';
+import { CLUSTER_NODES, recreateLocalCluster } from '../../support/local-cluster.js';
+import { RESP2 } from '../../support/redis.js';
+import { RedisServer } from '../../support/redis-server.js';
 import { sleep } from './time.js';
 
-const run = promisify(execFile);
 const HOST = '127.0.0.1';
 export const CLUSTER_PORTS = CLUSTER_NODES.map((node) => node.port);
 
@@ -78,37 +76,27 @@ export async function replicaOf(masterPort: number): Promise<number> {
   return replica.port;
 }
 
-/** How a node was started, read from the node itself, to start it again the same way. */
-export interface NodeStartup {
-  port: number;
-  pid: number;
-  args: string[];
-}
-
-export async function startupOf(port: number): Promise<NodeStartup> {
-  return onNode(port, async (node) => {
-    const pid = Number(infoField(await node.info('server'), 'process_id'));
-    const get = async (name: string) => ((await node.config('GET', name)) as string[])[1] ?? '';
-    const args = ['--port', String(port), '--bind', HOST, '--daemonize', 'yes', '--cluster-enabled', 'yes'];
-    for (const name of [
-      'cluster-config-file',
-      'cluster-node-timeout',
-      'dir',
-      'logfile',
-      'pidfile',
-      'save',
-      'appendonly',
-    ]) {
-      args.push(`--${name}`, await get(name));
-    }
-    return { port, pid, args };
-  });
+/**
+ * The node on `port` as a `RedisServer`, with the settings it was started with read from the node
+ * itself, so that `restartNode` starts it again with its own directory and nodes.conf.
+ */
+export async function attachNode(port: number): Promise<RedisServer> {
+  return RedisServer.attach(port, [
+    'cluster-enabled',
+    'cluster-config-file',
+    'cluster-node-timeout',
+    'dir',
+    'logfile',
+    'pidfile',
+    'save',
+    'appendonly',
+  ]);
 }
 
 /** SIGKILL: the node dies at once, with whatever it had not replicated. Resolves once the port is closed. */
-export async function killNode(startup: NodeStartup): Promise<void> {
-  process.kill(startup.pid, 'SIGKILL');
-  await waitFor(`node ${startup.port} gone`, 5_000, async () => !(await nodeAnswers(startup.port)));
+export async function killNode(node: RedisServer): Promise<void> {
+  await node.kill('SIGKILL');
+  await waitFor(`node ${node.port} gone`, 5_000, async () => !(await nodeAnswers(node.port)));
 }
 
 /**
@@ -116,11 +104,11 @@ export async function killNode(startup: NodeStartup): Promise<void> {
  * its slots to its replica: it comes back as that replica's replica and syncs in full (no persistence).
  * Its new master is told not to wait the usual 5 s before that sync; the setting is put back after.
  */
-export async function restartNode(startup: NodeStartup): Promise<void> {
-  if (await nodeAnswers(startup.port)) return;
+export async function restartNode(server: RedisServer): Promise<void> {
+  if (await nodeAnswers(server.port)) return;
   const masters = (
     await Promise.all(
-      CLUSTER_PORTS.filter((port) => port !== startup.port).map((port) => roleOf(port).catch(() => undefined)),
+      CLUSTER_PORTS.filter((port) => port !== server.port).map((port) => roleOf(port).catch(() => undefined)),
     )
   )
     .filter((node) => node?.role === 'master')
@@ -130,8 +118,7 @@ export async function restartNode(startup: NodeStartup): Promise<void> {
   );
   await Promise.all(masters.map((port) => onNode(port, (node) => node.config('SET', 'repl-diskless-sync-delay', '0'))));
   try {
-    await run('redis-server', startup.args);
-    await waitFor(`node ${startup.port} answering`, 10_000, () => nodeAnswers(startup.port));
+    await server.restart();
     await waitUntilHealthy();
   } finally {
     await Promise.all(
@@ -221,11 +208,9 @@ export async function restoreRoles(original: NodeRole[]): Promise<void> {
   }
 }
 
-/** Everything else failed: a fresh cluster from the script (its nodes are throwaway, without data). */
+/** Everything else failed: a fresh cluster (its nodes are throwaway, without data). */
 export async function recreateCluster(): Promise<void> {
-  const script = new URL('../../scripts/redis-cluster.sh', import.meta.url).pathname;
-  await run('bash', [script, 'stop'], { timeout: 60_000 });
-  await run('bash', [script, 'start'], { timeout: 120_000 });
+  await recreateLocalCluster();
   await waitUntilHealthy();
 }
 

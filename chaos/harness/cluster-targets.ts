@@ -4,7 +4,7 @@ import type { DataSource } from 'typeorm';
 import { CounterKeys } from '../../lib/redis/counter.keys.js';
 import { Article, Badge, Remark } from '../../test/fixtures/entities.js';
 import { Topic } from '../../test/fixtures/sourced-entities.js';
-import type { AnyRedis } from '../../test/support/redis.js';
+import type { AnyRedis } from '../../support/redis.js';
 import { targetKey, type CounterTarget } from './counter-targets.js';
 
 const ENTITY_CLASSES = { Article, Remark, Badge, Topic } as const;

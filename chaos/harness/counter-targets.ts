@@ -3,7 +3,7 @@
 import { In, type DataSource } from 'typeorm';
 import { Article, Remark } from '../../test/fixtures/entities.js';
 import type { CounterKeys } from '../../lib/redis/counter.keys.js';
-import { insertArticles, insertRemarks, spreadIds } from '../../test/support/rows.js';
+import { insertArticles, insertRemarks, spreadIds } from '../../support/rows.js';
 import type { CountedEntityName } from '../worker/worker-protocol.js';
 
 export interface CounterTarget {

@@ -4,7 +4,7 @@
 // instance killed or frozen, the database refusing or dropping connections, one instance cut off from
 // Redis, and storms of simultaneous flushes. Each kind comes once (in a seeded order) before any repeats,
 // however short the soak.
-import { seededRandom } from '../../test/support/seeded-random.js';
+import { seededRandom } from '../../support/seeded-random.js';
 
 export const FAULT_KINDS = [
   'instance-killed',

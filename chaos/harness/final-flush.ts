@@ -1,7 +1,7 @@
 // The "final flush" after a fault: one instance flushes until Redis holds nothing pending for the
 // deployment (no dirty id, no batch in flight) and no shard was skipped for another flusher's lease,
 // e.g. a dead instance's lease that has not expired yet.
-import { scanKeys, type AnyRedis } from '../../test/support/redis.js';
+import { scanKeys, type AnyRedis } from '../../support/redis.js';
 import type { ChaosWorker } from './chaos-worker.js';
 import type { WireFlushReport } from '../worker/worker-protocol.js';
 

@@ -3,7 +3,7 @@
 // take an instance out before a fault); `drain` and `stop` wait for the calls in flight, so that no
 // request is left whose outcome is unknown. With `keyed`, each increment carries a key and is retried
 // with it until it resolves.
-import { seededRandom } from '../../test/support/seeded-random.js';
+import { seededRandom } from '../../support/seeded-random.js';
 import { AcknowledgedDeltas } from './acknowledged-deltas.js';
 import type { ChaosWorker } from './chaos-worker.js';
 import type { CounterTarget } from './counter-targets.js';

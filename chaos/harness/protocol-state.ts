@@ -5,7 +5,7 @@ import type { Redis } from 'ioredis';
 import type { DataSource } from 'typeorm';
 import { CounterLedgerEntry } from '../../lib/index.js';
 import { Article } from '../../test/fixtures/entities.js';
-import { keysEndingWith } from '../../test/support/redis.js';
+import { keysEndingWith } from '../../support/redis.js';
 
 /** Whether some shard's batch key holds `batchId` (the batch hash keeps its id in the field '#id'). */
 export async function batchInRedis(redis: Redis, prefix: string, batchId: string): Promise<boolean> {

@@ -6,7 +6,7 @@
 // are read before and after (they are server-wide: other sessions on the server count too).
 import mysql from 'mysql2/promise';
 import pg from 'pg';
-import type { TestDatabase } from '../../test/support/databases.js';
+import type { TestDatabase } from '../../support/databases.js';
 import { sleep } from './time.js';
 
 export interface LockerOptions {

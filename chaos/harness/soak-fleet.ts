@@ -13,8 +13,8 @@
 // - A SIGKILL does lose a flush's report: the other loops are paused around it and the ledger is
 //   counted before and after, so the batches the dead instance committed unreported are known exactly.
 import type { DataSourceOptions } from 'typeorm';
-import { REDIS_URL } from '../../test/support/redis.js';
-import { TcpProxy } from '../../test/support/tcp-proxy.js';
+import { REDIS_URL } from '../../support/redis.js';
+import { TcpProxy } from '../../support/tcp-proxy.js';
 import type { WireFlushReport } from '../worker/worker-protocol.js';
 import type { ChaosDeployment } from './chaos-deployment.js';
 import type { ChaosWorker } from './chaos-worker.js';

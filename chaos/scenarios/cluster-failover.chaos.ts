@@ -21,8 +21,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { CounterKeys } from '../../lib/redis/counter.keys.js';
-import { deleteKeys } from '../../test/support/redis.js';
-import { CLUSTER_NODES, inspectionClient } from '../../test/support/topologies.js';
+import { deleteKeys } from '../../support/redis.js';
+import { CLUSTER_NODES, localClusterClient } from '../../support/local-cluster.js';
+import type { RedisServer } from '../../support/redis-server.js';
 import type { WireFlushReport } from '../worker/worker-protocol.js';
 import { CHAOS_DATABASES, type ChaosDeployment } from '../harness/chaos-deployment.js';
 import type { ChaosWorker } from '../harness/chaos-worker.js';
@@ -74,12 +75,12 @@ describe.each(CHAOS_DATABASES)('scenario 6: Redis Cluster failover under load, o
   let original: nodes.NodeRole[] = [];
   let startedHere = false;
   /** Nodes this test killed, to start again whatever happens. */
-  const killed: nodes.NodeStartup[] = [];
+  const killed: RedisServer[] = [];
   const scenario = useChaosScenario(databaseName, {
     afterClose: async (prefix) => {
       await healCluster(killed.splice(0), original);
       if (prefix) {
-        const redis = inspectionClient('cluster');
+        const redis = localClusterClient();
         await deleteKeys(redis, prefix).finally(() => redis.disconnect());
       }
     },
@@ -127,7 +128,7 @@ describe.each(CHAOS_DATABASES)('scenario 6: Redis Cluster failover under load, o
     await sleep(WARMUP_MS);
 
     // The slots computed here are the ones the workers write: every counted target's row is in Redis.
-    const redis = inspectionClient('cluster');
+    const redis = localClusterClient();
     const counted = targets.filter((target) => tally.acknowledged(target) > 0);
     const missing = await rowKeysMissing(redis, slots, counted).finally(() => redis.disconnect());
     expect(missing, 'row keys computed for the targets').toEqual([]);
@@ -155,7 +156,7 @@ describe.each(CHAOS_DATABASES)('scenario 6: Redis Cluster failover under load, o
     const { chaos, deployment, targets, start, tally, load, sampler, loops, workers } = run;
     await load.stop();
     const reports = [...(await loops.stop()), ...extraReports];
-    const redis = inspectionClient('cluster');
+    const redis = localClusterClient();
     const { final, figures } = await chaos
       .settle({ flusher: workers[0], targets, start, tally, sampler, redis })
       .finally(() => redis.disconnect());
@@ -207,10 +208,10 @@ describe.each(CHAOS_DATABASES)('scenario 6: Redis Cluster failover under load, o
   it('(b) a master SIGKILLed: its replica takes over, the loss is bounded, nothing counted twice', async () => {
     const run = await startRun('s6-kill');
     const { tally } = run;
-    const startup = await nodes.startupOf(run.victim);
-    killed.push(startup);
+    const victim = await nodes.attachNode(run.victim);
+    killed.push(victim);
     const caughtUpAt = await nodes.replicaCaughtUp(run.victim, run.replica);
-    await nodes.killNode(startup);
+    await nodes.killNode(victim);
     const killedAt = Date.now();
     await nodes.waitForPromotion(run.replica);
     const promotedAt = Date.now();
@@ -262,7 +263,7 @@ describe.each(CHAOS_DATABASES)('scenario 6: Redis Cluster failover under load, o
     const { tally, loops, deployment } = run;
     // From here the parent decides when to flush: one flush while the replica is paused.
     await loops.pause();
-    const startup = await nodes.startupOf(run.victim);
+    const victim = await nodes.attachNode(run.victim);
     const caughtUpAt = await nodes.replicaCaughtUp(run.victim, run.replica);
     await nodes.pauseReplica(run.replica, REPLICA_PAUSE_MS);
     const pausedAt = Date.now();
@@ -270,8 +271,8 @@ describe.each(CHAOS_DATABASES)('scenario 6: Redis Cluster failover under load, o
     const lagged = await run.workers[0].flush();
     const claimedOnMaster = await nodes.batchIdsOn(run.victim, deployment.prefix);
     const writtenWhileLagging = await Promise.all(claimedOnMaster.map((id) => batchInLedger(deployment.observer, id)));
-    killed.push(startup);
-    await nodes.killNode(startup);
+    killed.push(victim);
+    await nodes.killNode(victim);
     const killedAt = Date.now();
     loops.resume();
     await nodes.waitForPromotion(run.replica);
@@ -329,9 +330,9 @@ describe.each(CHAOS_DATABASES)('scenario 6: Redis Cluster failover under load, o
 });
 
 /** Restarts what was killed, gives the original masters their role back; a fresh cluster if that fails. */
-async function healCluster(killed: nodes.NodeStartup[], original: nodes.NodeRole[]): Promise<void> {
+async function healCluster(killed: RedisServer[], original: nodes.NodeRole[]): Promise<void> {
   try {
-    for (const startup of killed) await nodes.restartNode(startup);
+    for (const node of killed) await nodes.restartNode(node);
     await nodes.restoreRoles(original);
   } catch (error) {
     console.warn(`scenario 6: could not restore the cluster node by node (${(error as Error).message}); recreating it`);

@@ -12,7 +12,7 @@
 import { describe, expect, it } from 'vitest';
 import { COUNTER_DEFAULTS } from '../../lib/counter.constants.js';
 import { CounterKeys } from '../../lib/redis/counter.keys.js';
-import type { ProxyMode } from '../../test/support/tcp-proxy.js';
+import type { ProxyMode } from '../../support/tcp-proxy.js';
 import { CHAOS_DATABASES } from '../harness/chaos-deployment.js';
 import { useChaosScenario } from '../harness/chaos-scenario.js';
 import { insertArticleTargets, readTargets, targetKey } from '../harness/counter-targets.js';

@@ -10,7 +10,7 @@
 //   bounds the time of a shutdown.
 import { describe, expect, it } from 'vitest';
 import { MESSAGES } from '../../lib/counter.messages.js';
-import type { ProxyMode } from '../../test/support/tcp-proxy.js';
+import type { ProxyMode } from '../../support/tcp-proxy.js';
 import { ChaosDeployment, CHAOS_DATABASES } from '../harness/chaos-deployment.js';
 import { useChaosScenario } from '../harness/chaos-scenario.js';
 import type { ChaosWorker } from '../harness/chaos-worker.js';

@@ -10,12 +10,12 @@
 // Every change ends acknowledged, none uncertain, and the database holds exactly start + acknowledged.
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { REDIS_URL } from '../../test/support/redis.js';
-import { TcpProxy } from '../../test/support/tcp-proxy.js';
+import { REDIS_URL } from '../../support/redis.js';
+import { TcpProxy } from '../../support/tcp-proxy.js';
 import { ChaosDeployment, CHAOS_DATABASES } from '../harness/chaos-deployment.js';
 import { useChaosScenario } from '../harness/chaos-scenario.js';
 import { insertArticleTargets, readTargets } from '../harness/counter-targets.js';
-import { privateRedisFor, stopRedisProcess } from '../harness/redis-process.js';
+import { privateRedisFor } from '../harness/redis-process.js';
 import { sleep, within } from '../harness/time.js';
 
 const ROWS = 40;
@@ -48,7 +48,7 @@ async function faultFor(kind: Fault, deployment: ChaosDeployment): Promise<Fault
       url: server.url,
       inspector,
       inject: async () => {
-        await stopRedisProcess(server.url, 'SIGKILL');
+        await server.kill('SIGKILL');
         await sleep(DOWN_MS);
         await server.restart();
       },

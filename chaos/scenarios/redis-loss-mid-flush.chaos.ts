@@ -7,8 +7,8 @@
 // database (neither a batch committed after the loss counted twice, nor one rolled back kept).
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { RESP2 } from '../../test/support/redis.js';
-import { seededRandom } from '../../test/support/seeded-random.js';
+import { RESP2 } from '../../support/redis.js';
+import { seededRandom } from '../../support/seeded-random.js';
 import { Topic } from '../../test/fixtures/sourced-entities.js';
 import type { FlushStep } from '../worker/worker-protocol.js';
 import { CHAOS_DATABASES } from '../harness/chaos-deployment.js';

@@ -8,7 +8,7 @@
 // without a source (view_count) lost is measured and reported. Its result line counts replies: the
 // rows inserted ("acknowledged") against the reply counts the database ends with.
 import { describe, expect, it } from 'vitest';
-import { TcpProxy } from '../../test/support/tcp-proxy.js';
+import { TcpProxy } from '../../support/tcp-proxy.js';
 import { Topic } from '../../test/fixtures/sourced-entities.js';
 import { CHAOS_DATABASES } from '../harness/chaos-deployment.js';
 import { useChaosScenario } from '../harness/chaos-scenario.js';

@@ -13,14 +13,14 @@
 // in turn (RoundRobinFlusher), so that it knows the last flush that completed before the kill.
 import { describe, expect, it } from 'vitest';
 import { MESSAGES } from '../../lib/counter.messages.js';
-import { scanKeys } from '../../test/support/redis.js';
+import { scanKeys } from '../../support/redis.js';
 import { CHAOS_DATABASES } from '../harness/chaos-deployment.js';
 import { useChaosScenario } from '../harness/chaos-scenario.js';
 import type { ChaosWorker } from '../harness/chaos-worker.js';
 import { insertArticleTargets, readTargets, targetKey } from '../harness/counter-targets.js';
 import { differences, readThrough } from '../harness/live-reads.js';
 import { lossBounds } from '../harness/loss-bounds.js';
-import { privateRedisFor, stopRedisProcess } from '../harness/redis-process.js';
+import { privateRedisFor } from '../harness/redis-process.js';
 import { RoundRobinFlusher } from '../harness/round-robin-flusher.js';
 import { sleep, within } from '../harness/time.js';
 import { TimedDeltas } from '../harness/timed-deltas.js';
@@ -94,7 +94,7 @@ describe.each(CHAOS_DATABASES)('scenario 5: Redis killed and restarted, on %s', 
         await within(acknowledgedSince(tally, Date.now()), 10_000, 'an increment acknowledged after the last flush');
       }
 
-      const { signalledAt, goneAt } = await stopRedisProcess(server.url, 'SIGKILL');
+      const { signalledAt, goneAt } = await server.kill('SIGKILL');
       await sleep(DOWN_MS);
 
       // Redis down, load and flushes drained: reads are the database's values, which nothing can move now.

@@ -11,15 +11,15 @@
 // is allowed, as such, in the invariant. Every other delta must be in the database exactly.
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { REDIS_URL } from '../../test/support/redis.js';
-import { TcpProxy } from '../../test/support/tcp-proxy.js';
+import { REDIS_URL } from '../../support/redis.js';
+import { TcpProxy } from '../../support/tcp-proxy.js';
 import { ChaosDeployment, CHAOS_DATABASES } from '../harness/chaos-deployment.js';
 import { useChaosScenario } from '../harness/chaos-scenario.js';
 import { insertArticleTargets, readTargets, targetKey } from '../harness/counter-targets.js';
 import { recoveries } from '../harness/flush-backoff.js';
 import { differences, getThrough, readThrough } from '../harness/live-reads.js';
 import { countingAgain } from '../harness/recovery.js';
-import { privateRedisFor, stopRedisProcess } from '../harness/redis-process.js';
+import { privateRedisFor } from '../harness/redis-process.js';
 import { sleep, within } from '../harness/time.js';
 import { TimedDeltas, worst } from '../harness/timed-deltas.js';
 
@@ -57,7 +57,7 @@ async function outageFor(kind: RedisOutage, deployment: ChaosDeployment): Promis
     return {
       url: server.url,
       inspector,
-      begin: () => stopRedisProcess(server.url, 'SIGTERM'),
+      begin: () => server.kill('SIGTERM'),
       end: () => server.restart(),
       injected: `redis-server stopped (SIGTERM; appendfsync always) for ${OUTAGE_MS} ms, then started again`,
     };

@@ -9,7 +9,7 @@
 // rolled back, usually the flush) and on MariaDB (detection at once: InnoDB rolls back the lighter
 // transaction, usually the outside one) whatever CHAOS_DATABASES says.
 import { describe, expect, it } from 'vitest';
-import type { DatabaseName } from '../../test/support/databases.js';
+import type { DatabaseName } from '../../support/databases.js';
 import { Article } from '../../test/fixtures/entities.js';
 import { useChaosScenario } from '../harness/chaos-scenario.js';
 import { insertArticleTargets, readTargets } from '../harness/counter-targets.js';

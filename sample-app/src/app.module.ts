@@ -1,4 +1,4 @@
-import { Module } from '@nestjs/common';
+import { Logger, Module, type OnApplicationShutdown } from '@nestjs/common';
 import { ConfigModule, ConfigService } from '@nestjs/config';
 import { APP_FILTER, APP_GUARD } from '@nestjs/core';
 import { ScheduleModule } from '@nestjs/schedule';
@@ -40,4 +40,9 @@ import { UsersModule } from './users/users.module.js';
     { provide: APP_GUARD, useClass: SameOriginGuard },
   ],
 })
-export class AppModule {}
+export class AppModule implements OnApplicationShutdown {
+  // Called after the modules it imports have shut down: the counter module's final flush is done.
+  onApplicationShutdown(signal?: string): void {
+    Logger.log(`Online judge stopped${signal ? ` on ${signal}` : ''}`, 'Main');
+  }
+}

@@ -8,9 +8,9 @@ import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CounterService } from '../../lib/index.js';
 import { CHROMIUM_PATH, chromiumAvailable } from '../support/chromium.js';
-import { createTestDatabase, type TestDatabase } from '../support/databases.js';
+import { createTestDatabase, type TestDatabase } from '../../support/databases.js';
 import { flushEverything } from '../support/flush-everything.js';
-import { deleteKeys, REDIS_URL, testRedis, uniquePrefix } from '../support/redis.js';
+import { deleteKeys, REDIS_URL, testRedis, uniquePrefix } from '../../support/redis.js';
 
 const SCREENSHOT = 'test-output/browser/sample-app.png';
 

@@ -15,10 +15,10 @@ import {
   type EntityClass,
 } from '../../lib/index.js';
 import { CounterDatabase } from '../../lib/sql/counter.database.js';
-import { createTestDatabase, type TestDatabase } from '../support/databases.js';
+import { createTestDatabase, type TestDatabase } from '../../support/databases.js';
 import { Article, Badge, ENTITIES, Remark } from '../fixtures/entities.js';
 import { NestHarness } from '../support/nest-harness.js';
-import { deleteKeys, scanKeys, snapshot, uniquePrefix } from '../support/redis.js';
+import { deleteKeys, scanKeys, snapshot, uniquePrefix } from '../../support/redis.js';
 import { counterRedisOption, inspectionClient, TARGETS } from '../support/topologies.js';
 import { UncountedTag } from '../fixtures/uncounted-entities.js';
 

@@ -2,8 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { CounterLedgerEntry } from '../../lib/index.js';
 import { Article } from '../fixtures/entities.js';
 import { useCounterSuite } from '../support/counter-suite.js';
-import { DATABASES } from '../support/databases.js';
-import { articleCounts, insertArticles } from '../support/rows.js';
+import { DATABASES } from '../../support/databases.js';
+import { articleCounts, insertArticles } from '../../support/rows.js';
 
 const INTERVAL_MS = 100;
 const LOAD_MS = 2_000;

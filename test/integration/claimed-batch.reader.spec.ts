@@ -6,8 +6,8 @@ import { readDumpedHash, textOf, UnreadableDumpError } from '../../lib/redis/cla
 import { CounterKeys } from '../../lib/redis/counter.keys.js';
 import { FlushStore } from '../../lib/redis/flush.store.js';
 import { ScriptRunner } from '../../lib/redis/script.runner.js';
-import { PrivateRedis } from '../support/private-redis.js';
-import { REDIS_URL, RESP2, testRedis, uniquePrefix } from '../support/redis.js';
+import { RedisServer } from '../../support/redis-server.js';
+import { REDIS_URL, RESP2, testRedis, uniquePrefix } from '../../support/redis.js';
 
 /** The hash as the DUMP reader gives it, field by field, in the payload's order. */
 function readDump(payload: Buffer): Record<string, string> {
@@ -75,17 +75,19 @@ function hashOf(values: string[]): Record<string, string> {
 describe('reading a hash from its DUMP payload', () => {
   const redis = testRedis();
   const prefix = uniquePrefix('dump');
-  let roomy: PrivateRedis;
+  let roomy: RedisServer;
   let roomyClient: Redis;
-  let uncompressed: PrivateRedis;
+  let uncompressed: RedisServer;
   let uncompressedClient: Redis;
 
   beforeAll(async () => {
     // Listpacks with strings of up to 10,000 bytes (lengths of 6, 12 and 32 bits), and a server that
     // never compresses.
-    roomy = await PrivateRedis.start(['--hash-max-listpack-value', '10000', '--hash-max-listpack-entries', '1000']);
+    roomy = await RedisServer.start({
+      args: ['--hash-max-listpack-value', '10000', '--hash-max-listpack-entries', '1000'],
+    });
     roomyClient = new Redis(roomy.url);
-    uncompressed = await PrivateRedis.start(['--rdbcompression', 'no']);
+    uncompressed = await RedisServer.start({ args: ['--rdbcompression', 'no'] });
     uncompressedClient = new Redis(uncompressed.url);
   });
 

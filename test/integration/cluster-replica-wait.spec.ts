@@ -1,13 +1,13 @@
 import type { Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CounterRedisHandle } from '../../lib/redis/counter-redis.handle.js';
-import { tapClusterNodes, type SentCommand } from '../support/command-tap.js';
+import { tapClusterNodes, type SentCommand } from '../../support/command-tap.js';
 import { startCounterApp, type CounterApp } from '../support/counter-app.js';
-import { createTestDatabase, DATABASES, type TestDatabase } from '../support/databases.js';
+import { createTestDatabase, DATABASES, type TestDatabase } from '../../support/databases.js';
 import { Article, ArticleBeforeViewCount } from '../fixtures/entities.js';
-import { PrivateCluster } from '../support/private-cluster.js';
-import { uniquePrefix } from '../support/redis.js';
-import { insertArticles } from '../support/rows.js';
+import { RedisCluster } from '../../support/redis-cluster.js';
+import { uniquePrefix } from '../../support/redis.js';
+import { insertArticles } from '../../support/rows.js';
 import { claimedBatchId, replicasAwaited, scriptOf, scriptsBySha } from '../support/script-calls.js';
 import { TOPOLOGIES } from '../support/topologies.js';
 
@@ -26,7 +26,7 @@ const onCluster = describe.runIf(TOPOLOGIES.includes('cluster'));
 onCluster('claims on a cluster whose replica is listed after the module connected', () => {
   const prefix = uniquePrefix('replica');
   const sent: SentCommand[] = [];
-  let cluster: PrivateCluster;
+  let cluster: RedisCluster;
   let database: TestDatabase;
   let counter: CounterApp;
   let untap: (() => void) | undefined;
@@ -34,7 +34,7 @@ onCluster('claims on a cluster whose replica is listed after the module connecte
   let scripts: Map<string, string>;
 
   beforeAll(async () => {
-    cluster = await PrivateCluster.start();
+    cluster = await RedisCluster.start();
     database = await createTestDatabase(DATABASES[0]);
     counter = await startCounterApp({
       database: database.options,

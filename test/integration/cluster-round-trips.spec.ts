@@ -7,11 +7,11 @@ import { COUNTER_DEFAULTS, MAX_ROWS_PER_CALL } from '../../lib/counter.constants
 import { CounterKeys } from '../../lib/redis/counter.keys.js';
 import type { CounterApp } from '../support/counter-app.js';
 import { Article } from '../fixtures/entities.js';
-import { insertArticleRows, spreadIds } from '../support/rows.js';
+import { insertArticleRows, spreadIds } from '../../support/rows.js';
 import { LIVE_COUNTS_CONTROLLERS } from '../fixtures/live-counts.controller.js';
 import { nodeOfTrip, type RoundTrip, type RoundTrips } from '../support/redis-traffic.js';
 import { useRoundTripSuite } from '../support/round-trip-suite.js';
-import { slotOwners } from '../support/slot-owners.js';
+import { slotOwners } from '../../support/slot-owners.js';
 import { TOPOLOGIES } from '../support/topologies.js';
 
 /** Many shards, so that 100 rows spread over dozens of them, every slot group and every master of the cluster. */

@@ -5,15 +5,15 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freeClusterPorts } from '../support/free-port.js';
-import { PrivateRedis } from '../support/private-redis.js';
+import { freeClusterPorts } from '../../support/free-port.js';
+import { RedisServer } from '../../support/redis-server.js';
 
 const SCRIPT = fileURLToPath(new URL('../../scripts/redis-cluster.sh', import.meta.url));
 
 /** Leaves in `directory` a dump.rdb holding one key, as a replica's last full sync leaves one. */
 async function leaveDumpWithKey(directory: string): Promise<void> {
   // The last --dir given wins: the server saves where the cluster node will start.
-  const server = await PrivateRedis.start(['--dir', directory]);
+  const server = await RedisServer.start({ args: ['--dir', directory] });
   const client = new Redis(server.url);
   try {
     await client.set('left-behind', '1');

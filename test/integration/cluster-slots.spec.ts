@@ -6,16 +6,16 @@ import { DataLossRepairer } from '../../lib/reconcile/data-loss.repairer.js';
 import { CounterKeys } from '../../lib/redis/counter.keys.js';
 import { FlushStore } from '../../lib/redis/flush.store.js';
 import { CounterDatabase } from '../../lib/sql/counter.database.js';
-import { tapClusterNodes, tapCommands, type SentCommand } from '../support/command-tap.js';
+import { tapClusterNodes, tapCommands, type SentCommand } from '../../support/command-tap.js';
 import { startCounterApp, type CounterApp } from '../support/counter-app.js';
-import { createTestDatabase, DATABASES, type TestDatabase } from '../support/databases.js';
+import { createTestDatabase, DATABASES, type TestDatabase } from '../../support/databases.js';
 import { Article, ArticleBeforeViewCount, ENTITIES, Remark } from '../fixtures/entities.js';
 import { Reply, SOURCED_ENTITIES, Topic } from '../fixtures/sourced-entities.js';
-import { deleteKeys, masters, uniquePrefix } from '../support/redis.js';
-import { articleCounts, insertArticles, insertRemarks, remarkCounts, spreadIds } from '../support/rows.js';
+import { deleteKeys, masters, uniquePrefix } from '../../support/redis.js';
+import { articleCounts, insertArticles, insertRemarks, remarkCounts, spreadIds } from '../../support/rows.js';
 import { claimedBatchId, claimedIds, replicasAwaited, scriptArguments, scriptsBySha } from '../support/script-calls.js';
 import { ScriptKeyAudit } from '../support/script-key-audit.js';
-import { listedReplicas, slotOwners } from '../support/slot-owners.js';
+import { listedReplicas, slotOwners } from '../../support/slot-owners.js';
 import { inspectionClient, moduleClient, TOPOLOGIES } from '../support/topologies.js';
 
 /** Few shards and small batches: several rows per shard, so a shard's flush takes several batches. */

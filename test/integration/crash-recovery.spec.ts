@@ -5,8 +5,8 @@ import { CounterDatabase } from '../../lib/sql/counter.database.js';
 import type { CounterApp } from '../support/counter-app.js';
 import { useCounterSuite } from '../support/counter-suite.js';
 import { Article } from '../fixtures/entities.js';
-import { keysEndingWith } from '../support/redis.js';
-import { articleCounts, insertArticles } from '../support/rows.js';
+import { keysEndingWith } from '../../support/redis.js';
+import { articleCounts, insertArticles } from '../../support/rows.js';
 import { TARGETS } from '../support/topologies.js';
 
 const LEASE_MS = 400;

@@ -6,9 +6,9 @@ import { CounterLedgerEntry, CounterModule, InvalidCounterIdError } from '../../
 import { CounterDatabase } from '../../lib/sql/counter.database.js';
 import { dialectFor } from '../../lib/sql/dialect-for.js';
 import { Article, ENTITIES } from '../fixtures/entities.js';
-import { createTestDatabase, DATABASES, type TestDatabase } from '../support/databases.js';
+import { createTestDatabase, DATABASES, type TestDatabase } from '../../support/databases.js';
 import { NestHarness } from '../support/nest-harness.js';
-import { deleteKeys, REDIS_URL, testRedis, uniquePrefix } from '../support/redis.js';
+import { deleteKeys, REDIS_URL, testRedis, uniquePrefix } from '../../support/redis.js';
 
 /** A statement each server refuses for its values (SQLSTATE class 22, or SQLite's mismatch). */
 const DATA_ERRORS = {

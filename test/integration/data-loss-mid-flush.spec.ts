@@ -3,7 +3,7 @@ import type { DataSource, QueryRunner } from 'typeorm';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Reply, SOURCED_ENTITIES, Topic } from '../fixtures/sourced-entities.js';
 import { useCounterSuite } from '../support/counter-suite.js';
-import { deleteKeys } from '../support/redis.js';
+import { deleteKeys } from '../../support/redis.js';
 import { TARGETS } from '../support/topologies.js';
 
 /** A gate the test opens: the flush's transaction waits at it, just before its COMMIT (or instead of it). */

@@ -8,10 +8,10 @@ import { DataLossRepairer } from '../../lib/reconcile/data-loss.repairer.js';
 import { CounterKeys } from '../../lib/redis/counter.keys.js';
 import { Reply, SOURCED_ENTITIES, Topic } from '../fixtures/sourced-entities.js';
 import { startCounterApp, type CounterApp } from '../support/counter-app.js';
-import { createTestDatabase, DATABASES, type TestDatabase } from '../support/databases.js';
-import { PrivateRedis } from '../support/private-redis.js';
-import { RESP2, uniquePrefix } from '../support/redis.js';
-import { TcpProxy } from '../support/tcp-proxy.js';
+import { createTestDatabase, DATABASES, type TestDatabase } from '../../support/databases.js';
+import { RedisServer } from '../../support/redis-server.js';
+import { RESP2, uniquePrefix } from '../../support/redis.js';
+import { TcpProxy } from '../../support/tcp-proxy.js';
 
 const TOPICS = 20;
 const WRITERS = 4;
@@ -20,12 +20,12 @@ const WRITERS = 4;
 // persistence) is killed and restarted empty. Every count that declares a source ends equal to it once
 // repairOnDataLoss has recounted (nothing lost); what the count without a source lost is printed.
 describe('repair after Redis without persistence is killed under load, on postgres', () => {
-  let server: PrivateRedis;
+  let server: RedisServer;
   let database: TestDatabase;
   let app: CounterApp;
 
   beforeAll(async () => {
-    server = await PrivateRedis.start();
+    server = await RedisServer.start();
     database = await createTestDatabase('postgres');
     app = await startCounterApp({
       database: database.options,
@@ -121,7 +121,7 @@ const OUTAGE_MS = 1_000;
 // are recounted from their source once it is back.
 describe.each(DATABASES)('one repair per loss, finished through outages, on %s', (databaseName) => {
   let database: TestDatabase;
-  let server: PrivateRedis;
+  let server: RedisServer;
   let logs: MockInstance;
   /** What each test opened, closed after it in reverse order. */
   const opened: Array<{ close(): Promise<void> }> = [];
@@ -131,7 +131,7 @@ describe.each(DATABASES)('one repair per loss, finished through outages, on %s',
   });
 
   beforeEach(async () => {
-    server = await PrivateRedis.start();
+    server = await RedisServer.start();
     vi.restoreAllMocks(); // the spies of the test above, whose calls would count here
     logs = vi.spyOn(Logger.prototype, 'log').mockImplementation(() => undefined);
     vi.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);

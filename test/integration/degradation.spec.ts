@@ -12,14 +12,14 @@ import { CounterFlusher } from '../../lib/flush/counter.flusher.js';
 import { CounterDatabase } from '../../lib/sql/counter.database.js';
 import { CounterKeys } from '../../lib/redis/counter.keys.js';
 import { startCounterApp, type CounterApp } from '../support/counter-app.js';
-import { createTestDatabase, DATABASES, type TestDatabase } from '../support/databases.js';
+import { createTestDatabase, DATABASES, type TestDatabase } from '../../support/databases.js';
 import { Article } from '../fixtures/entities.js';
 import { useFaultSuite } from '../support/fault-suite.js';
-import { openObserver } from '../support/observer.js';
-import { PrivateRedis } from '../support/private-redis.js';
-import { deleteKeys, scanKeys, testRedis, uniquePrefix } from '../support/redis.js';
-import { articleCounts, insertArticles, spreadIds } from '../support/rows.js';
-import { TcpProxy } from '../support/tcp-proxy.js';
+import { openObserver } from '../../support/observer.js';
+import { RedisServer } from '../../support/redis-server.js';
+import { deleteKeys, scanKeys, testRedis, uniquePrefix } from '../../support/redis.js';
+import { articleCounts, insertArticles, spreadIds } from '../../support/rows.js';
+import { TcpProxy } from '../../support/tcp-proxy.js';
 
 /** Only a hang takes this long: the module's Redis commands time out after REDIS_TIMEOUT_MS. */
 const HANG_MS = 3_000;
@@ -142,7 +142,7 @@ describe.each(DATABASES)('degradation on %s', (databaseName) => {
     ids.map((id) => values.get(id)?.like_count);
 
   it('fails increments fast while Redis is down, reads the database, and recovers when Redis is back', async () => {
-    const server = await PrivateRedis.start();
+    const server = await RedisServer.start();
     let serverRunning = true;
     teardown.push(() => serverRunning && server.stop());
     const app = await startApp(database.options, { redis: server.url });
@@ -195,7 +195,7 @@ describe.each(DATABASES)('degradation on %s', (databaseName) => {
   });
 
   it('fails increments fast while Redis is blackholed, reads the database, and recovers by itself', async () => {
-    const server = await PrivateRedis.start();
+    const server = await RedisServer.start();
     teardown.push(() => server.stop());
     const proxy = await TcpProxy.start({ host: '127.0.0.1', port: server.port });
     teardown.push(() => proxy.close());

@@ -18,12 +18,12 @@ import {
 import { ArticleLikesController } from '../fixtures/article-likes.controller.js';
 import { Article, ArticleBeforeViewCount, ENTITIES } from '../fixtures/entities.js';
 import { startCounterApp, type CounterApp } from '../support/counter-app.js';
-import { createTestDatabase, DATABASES, type TestDatabase } from '../support/databases.js';
+import { createTestDatabase, DATABASES, type TestDatabase } from '../../support/databases.js';
 import { NestHarness } from '../support/nest-harness.js';
-import { PrivateCluster } from '../support/private-cluster.js';
-import { PrivateRedis } from '../support/private-redis.js';
-import { uniquePrefix } from '../support/redis.js';
-import { articleCounts, insertArticles } from '../support/rows.js';
+import { RedisCluster } from '../../support/redis-cluster.js';
+import { RedisServer } from '../../support/redis-server.js';
+import { uniquePrefix } from '../../support/redis.js';
+import { articleCounts, insertArticles } from '../../support/rows.js';
 
 /** Room for the module's keys and scripts above an empty redis-server's own ~1 MB. */
 const MAX_MEMORY = '8mb';
@@ -35,7 +35,7 @@ const FILLERS = 256;
 const RECONNECT_MS = 10_000;
 
 /** Another app's data: big values with a TTL, written until Redis has evicted keys to make room. */
-async function fillWithVolatileKeys(server: PrivateRedis): Promise<void> {
+async function fillWithVolatileKeys(server: RedisServer): Promise<void> {
   const client = new Redis(server.url);
   try {
     const value = 'x'.repeat(FILLER_BYTES);
@@ -48,7 +48,7 @@ async function fillWithVolatileKeys(server: PrivateRedis): Promise<void> {
 }
 
 /** Another app's data, without a TTL, written until Redis (noeviction) refuses writes: it is full. */
-async function fillUntilFull(server: PrivateRedis): Promise<string[]> {
+async function fillUntilFull(server: RedisServer): Promise<string[]> {
   const client = new Redis(server.url);
   const keys: string[] = [];
   try {
@@ -77,7 +77,7 @@ const unsafePolicy = (server: { port: number }, policy: string) =>
 // G1, G8 under memory pressure: a Redis that evicts keys with a TTL (volatile-*) never evicts a key
 // whose loss would lose a change or a remembered idempotency key.
 describe('a Redis that evicts keys with a TTL (volatile-lru)', () => {
-  let server: PrivateRedis;
+  let server: RedisServer;
   let database: TestDatabase;
   const apps: CounterApp[] = [];
   const start = (options: {
@@ -95,7 +95,7 @@ describe('a Redis that evicts keys with a TTL (volatile-lru)', () => {
     }).then((app) => (apps.push(app), app));
 
   beforeAll(async () => {
-    server = await PrivateRedis.start(['--maxmemory', MAX_MEMORY, '--maxmemory-policy', 'volatile-lru']);
+    server = await RedisServer.start({ args: ['--maxmemory', MAX_MEMORY, '--maxmemory-policy', 'volatile-lru'] });
     database = await createTestDatabase(DATABASES[0]);
   });
   afterAll(async () => {
@@ -146,7 +146,7 @@ describe('a Redis that evicts keys with a TTL (volatile-lru)', () => {
 // accepts losing changes by name; read from INFO, at bootstrap, at a later first connection and in health.
 describe('a Redis whose policy may evict any key (allkeys-*)', () => {
   const harness = new NestHarness();
-  const servers: PrivateRedis[] = [];
+  const servers: RedisServer[] = [];
   let database: TestDatabase;
 
   beforeAll(async () => {
@@ -160,7 +160,7 @@ describe('a Redis whose policy may evict any key (allkeys-*)', () => {
   });
 
   const privateRedis = async (args: string[]) => {
-    const server = await PrivateRedis.start(args);
+    const server = await RedisServer.start({ args: args });
     servers.push(server);
     return server;
   };
@@ -198,14 +198,14 @@ describe('a Redis whose policy may evict any key (allkeys-*)', () => {
   });
 
   it('refuses a Redis Cluster whose master evicts any key, read from every master', async () => {
-    const cluster = await PrivateCluster.start();
+    const cluster = await RedisCluster.start();
     try {
-      const master = new Redis(cluster.masterPort, '127.0.0.1');
+      const master = new Redis(cluster.master.port, '127.0.0.1');
       await master.config('SET', 'maxmemory-policy', 'allkeys-lru');
       master.disconnect();
       const started = start({ clusterNodes: cluster.nodes });
       await expect(started).rejects.toBeInstanceOf(CounterConfigurationError);
-      await expect(started).rejects.toThrow(unsafePolicy({ port: cluster.masterPort }, 'allkeys-lru'));
+      await expect(started).rejects.toThrow(unsafePolicy({ port: cluster.master.port }, 'allkeys-lru'));
     } finally {
       await cluster.stop();
     }
@@ -266,11 +266,11 @@ describe('a Redis whose policy may evict any key (allkeys-*)', () => {
 // ReplyError. Redis refuses a script at its first write, so the refused change applied nothing.
 describe('a Redis that is full (noeviction)', () => {
   const harness = new NestHarness();
-  let server: PrivateRedis;
+  let server: RedisServer;
   let database: TestDatabase;
 
   beforeAll(async () => {
-    server = await PrivateRedis.start(['--maxmemory', MAX_MEMORY, '--maxmemory-policy', 'noeviction']);
+    server = await RedisServer.start({ args: ['--maxmemory', MAX_MEMORY, '--maxmemory-policy', 'noeviction'] });
     database = await createTestDatabase(DATABASES[0]);
   });
   afterAll(async () => {

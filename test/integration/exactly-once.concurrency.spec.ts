@@ -2,8 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { CounterLedgerEntry, CounterOutOfRangeError, type FlushReport } from '../../lib/index.js';
 import { useCounterSuite } from '../support/counter-suite.js';
 import { Article, Remark } from '../fixtures/entities.js';
-import { articleCounts, insertArticles, insertRemarks, remarkCounts } from '../support/rows.js';
-import { seededRandom, testSeed } from '../support/seeded-random.js';
+import { articleCounts, insertArticles, insertRemarks, remarkCounts } from '../../support/rows.js';
+import { seededRandom, testSeed } from '../../support/seeded-random.js';
 import { TARGETS } from '../support/topologies.js';
 
 const INSTANCES = 3;

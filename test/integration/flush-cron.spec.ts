@@ -4,7 +4,7 @@ import { CounterConfigurationError, type CounterModuleOptions } from '../../lib/
 import { Article } from '../fixtures/entities.js';
 import type { CounterApp } from '../support/counter-app.js';
 import { useCounterApps } from '../support/counter-apps.js';
-import { articleCounts, insertArticles } from '../support/rows.js';
+import { articleCounts, insertArticles } from '../../support/rows.js';
 
 // `flushCron`: the scheduled flush as a cron job of the app's SchedulerRegistry instead of an interval.
 describe('the flush on a cron expression', () => {

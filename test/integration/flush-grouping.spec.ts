@@ -7,12 +7,12 @@ import { CounterDatabase } from '../../lib/sql/counter.database.js';
 import type { DeltaBatch } from '../../lib/model/delta-batch.js';
 import type { FlushReport } from '../../lib/interfaces/index.js';
 import { startCounterApp, type CounterApp } from '../support/counter-app.js';
-import { deleteKeys, uniquePrefix } from '../support/redis.js';
+import { deleteKeys, uniquePrefix } from '../../support/redis.js';
 import { useCounterSuite } from '../support/counter-suite.js';
-import { DATABASES } from '../support/databases.js';
+import { DATABASES } from '../../support/databases.js';
 import { Article } from '../fixtures/entities.js';
 import { dirtyEveryShard, expectEveryShardWritten } from '../support/every-shard-dirty.js';
-import { articleCounts, insertArticles, spreadIds } from '../support/rows.js';
+import { articleCounts, insertArticles, spreadIds } from '../../support/rows.js';
 
 const SHARDS = 4;
 

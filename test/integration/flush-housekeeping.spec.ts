@@ -6,10 +6,10 @@ import { CounterFlushScheduler } from '../../lib/flush/counter-flush.scheduler.j
 import { CounterKeys } from '../../lib/redis/counter.keys.js';
 import { startCounterApp } from '../support/counter-app.js';
 import { useCounterSuite } from '../support/counter-suite.js';
-import { DATABASES } from '../support/databases.js';
+import { DATABASES } from '../../support/databases.js';
 import { Article, Remark } from '../fixtures/entities.js';
-import { keysEndingWith } from '../support/redis.js';
-import { articleCounts, insertArticles, insertRemarks, remarkCounts } from '../support/rows.js';
+import { keysEndingWith } from '../../support/redis.js';
+import { articleCounts, insertArticles, insertRemarks, remarkCounts } from '../../support/rows.js';
 
 const RETENTION_MS = 60_000;
 

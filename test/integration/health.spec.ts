@@ -7,8 +7,8 @@ import { CounterDatabase } from '../../lib/sql/counter.database.js';
 import { Article } from '../fixtures/entities.js';
 import type { CounterApp } from '../support/counter-app.js';
 import { useCounterApps } from '../support/counter-apps.js';
-import { freePort } from '../support/free-port.js';
-import { insertArticles } from '../support/rows.js';
+import { freePort } from '../../support/free-port.js';
+import { insertArticles } from '../../support/rows.js';
 
 /** Whether the installed Terminus (12, not 11) has the degraded status. */
 const terminusHasDegraded =

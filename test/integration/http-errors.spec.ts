@@ -13,12 +13,12 @@ import {
 import { ArticleLikesController } from '../fixtures/article-likes.controller.js';
 import { CounterChangesController } from '../fixtures/counter-changes.controller.js';
 import { Article, ENTITIES, Remark } from '../fixtures/entities.js';
-import { createTestDatabase, DATABASES, type TestDatabase } from '../support/databases.js';
-import { freePort } from '../support/free-port.js';
+import { createTestDatabase, DATABASES, type TestDatabase } from '../../support/databases.js';
+import { freePort } from '../../support/free-port.js';
 import { NestHarness } from '../support/nest-harness.js';
-import { deleteKeys, snapshot, testRedis, uniquePrefix, REDIS_URL } from '../support/redis.js';
-import { seededRandom, testSeed } from '../support/seeded-random.js';
-import { TcpProxy } from '../support/tcp-proxy.js';
+import { deleteKeys, snapshot, testRedis, uniquePrefix, REDIS_URL } from '../../support/redis.js';
+import { seededRandom, testSeed } from '../../support/seeded-random.js';
+import { TcpProxy } from '../../support/tcp-proxy.js';
 
 const INT_RANGE = '[-2147483648, 2147483647]';
 const INT64_RANGE = '[-9223372036854775808, 9223372036854775807]';

@@ -2,10 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CounterOutOfRangeError, InvalidIdempotencyKeyError, type CounterChangeOutcome } from '../../lib/index.js';
 import { CounterKeys } from '../../lib/redis/counter.keys.js';
 import { Article, Remark } from '../fixtures/entities.js';
-import { tapCommands, type SentCommand } from '../support/command-tap.js';
+import { tapCommands, type SentCommand } from '../../support/command-tap.js';
 import { startCounterApp, type CounterApp } from '../support/counter-app.js';
-import { createTestDatabase, DATABASES, type TestDatabase } from '../support/databases.js';
-import { deleteKeys, uniquePrefix, type AnyRedis } from '../support/redis.js';
+import { createTestDatabase, DATABASES, type TestDatabase } from '../../support/databases.js';
+import { deleteKeys, uniquePrefix, type AnyRedis } from '../../support/redis.js';
 import { ScriptKeyAudit } from '../support/script-key-audit.js';
 import { inspectionClient, moduleClient, TOPOLOGIES } from '../support/topologies.js';
 

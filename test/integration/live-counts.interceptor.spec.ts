@@ -4,12 +4,12 @@ import type { App } from 'supertest/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CounterKeys } from '../../lib/redis/counter.keys.js';
 import { startCounterApp, type CounterApp } from '../support/counter-app.js';
-import { createTestDatabase, DATABASES, type DatabaseName, type TestDatabase } from '../support/databases.js';
+import { createTestDatabase, DATABASES, type DatabaseName, type TestDatabase } from '../../support/databases.js';
 import { Article, Remark, Score } from '../fixtures/entities.js';
 import { LIVE_COUNTS_CONTROLLERS, ScoresController } from '../fixtures/live-counts.controller.js';
-import { deleteKeys, uniquePrefix, type AnyRedis } from '../support/redis.js';
+import { deleteKeys, uniquePrefix, type AnyRedis } from '../../support/redis.js';
 import { nodeOfTrip, RedisTraffic, RoundTrips, type RoundTrip } from '../support/redis-traffic.js';
-import { slotOwners } from '../support/slot-owners.js';
+import { slotOwners } from '../../support/slot-owners.js';
 import { scriptArguments } from '../support/script-calls.js';
 import { inspectionClient, moduleClient, TARGETS, unreachableClient } from '../support/topologies.js';
 

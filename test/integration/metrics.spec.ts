@@ -11,9 +11,9 @@ import {
 import { CounterDatabase } from '../../lib/sql/counter.database.js';
 import { Article, Remark } from '../fixtures/entities.js';
 import { startCounterApp, type CounterApp } from '../support/counter-app.js';
-import { createTestDatabase, type TestDatabase } from '../support/databases.js';
-import { deleteKeys, REDIS_URL, testRedis, uniquePrefix } from '../support/redis.js';
-import { insertArticles } from '../support/rows.js';
+import { createTestDatabase, type TestDatabase } from '../../support/databases.js';
+import { deleteKeys, REDIS_URL, testRedis, uniquePrefix } from '../../support/redis.js';
+import { insertArticles } from '../../support/rows.js';
 
 const PREFIX = 'nestjs_counter_';
 

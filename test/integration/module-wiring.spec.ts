@@ -15,7 +15,7 @@ import {
 import { CounterKeys } from '../../lib/redis/counter.keys.js';
 import { CounterRedisHandle } from '../../lib/redis/counter-redis.handle.js';
 import { CounterDatabase } from '../../lib/sql/counter.database.js';
-import { createTestDatabase, DATABASES, type TestDatabase } from '../support/databases.js';
+import { createTestDatabase, DATABASES, type TestDatabase } from '../../support/databases.js';
 import { Article, Badge, ENTITIES, Remark } from '../fixtures/entities.js';
 import {
   CompositeKeyCounter,
@@ -24,7 +24,7 @@ import {
   VarcharCounter,
 } from '../fixtures/invalid-entities.js';
 import { NestHarness, type HarnessAppOptions } from '../support/nest-harness.js';
-import { deleteKeys, REDIS_URL, RESP2, scanKeys, testRedis, uniquePrefix } from '../support/redis.js';
+import { deleteKeys, REDIS_URL, RESP2, scanKeys, testRedis, uniquePrefix } from '../../support/redis.js';
 
 const SHARDS = 8;
 const COUNTED = [...ENTITIES, CounterLedgerEntry];

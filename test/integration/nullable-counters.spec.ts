@@ -2,7 +2,7 @@ import { beforeAll, describe, it } from 'vitest';
 import { Tally } from '../fixtures/entities.js';
 import type { CounterApp } from '../support/counter-app.js';
 import { useCounterSuite } from '../support/counter-suite.js';
-import { DATABASES } from '../support/databases.js';
+import { DATABASES } from '../../support/databases.js';
 import { countOnNullableColumn } from '../support/tallies.js';
 
 // A nullable counter column may hold NULL: a read gives it as 0, and a flush adds to it as to 0, whether

@@ -2,10 +2,10 @@ import { readFileSync } from 'node:fs';
 import { Logger } from '@nestjs/common';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startCounterApp, type CounterApp } from '../support/counter-app.js';
-import { createTestDatabase, type TestDatabase } from '../support/databases.js';
+import { createTestDatabase, type TestDatabase } from '../../support/databases.js';
 import { Article } from '../fixtures/entities.js';
-import { deleteKeys, REDIS_URL, testRedis, uniquePrefix } from '../support/redis.js';
-import { articleCounts, insertArticles } from '../support/rows.js';
+import { deleteKeys, REDIS_URL, testRedis, uniquePrefix } from '../../support/redis.js';
+import { articleCounts, insertArticles } from '../../support/rows.js';
 
 /** The ACL rules docs/OPERATING.md gives for the module's Redis user, from its `ACL SETUSER` line. */
 function documentedRules(): string[] {

@@ -2,23 +2,23 @@ import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { FlushStore } from '../../lib/redis/flush.store.js';
 import { startCounterApp, type CounterApp } from '../support/counter-app.js';
-import { createTestDatabase, DATABASES, type TestDatabase } from '../support/databases.js';
+import { createTestDatabase, DATABASES, type TestDatabase } from '../../support/databases.js';
 import { Article } from '../fixtures/entities.js';
-import { PrivateRedis } from '../support/private-redis.js';
-import { RESP2, uniquePrefix } from '../support/redis.js';
-import { TcpProxy } from '../support/tcp-proxy.js';
-import { articleCounts, insertArticles } from '../support/rows.js';
+import { RedisServer } from '../../support/redis-server.js';
+import { RESP2, uniquePrefix } from '../../support/redis.js';
+import { TcpProxy } from '../../support/tcp-proxy.js';
+import { articleCounts, insertArticles } from '../../support/rows.js';
 
 // G1's limit: losing Redis data loses at most the deltas not yet flushed, and never moves a database
 // value backwards; reads fall back to the database and increments continue from it.
 describe.each(DATABASES)('Redis data loss on %s', (databaseName) => {
-  let server: PrivateRedis;
+  let server: RedisServer;
   let redis: Redis;
   let database: TestDatabase;
   let app: CounterApp;
 
   beforeAll(async () => {
-    server = await PrivateRedis.start();
+    server = await RedisServer.start();
     redis = new Redis(server.url, RESP2);
     database = await createTestDatabase(databaseName);
     app = await startCounterApp({

@@ -3,12 +3,12 @@ import { Redis } from 'ioredis';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { CounterStoreUnavailableError } from '../../lib/index.js';
 import { startCounterApp, type CounterApp } from '../support/counter-app.js';
-import { DATABASES, type TestDatabase } from '../support/databases.js';
+import { DATABASES, type TestDatabase } from '../../support/databases.js';
 import { Article } from '../fixtures/entities.js';
 import { useFaultSuite } from '../support/fault-suite.js';
-import { PrivateRedis } from '../support/private-redis.js';
-import { uniquePrefix } from '../support/redis.js';
-import { insertArticles } from '../support/rows.js';
+import { RedisServer } from '../../support/redis-server.js';
+import { uniquePrefix } from '../../support/redis.js';
+import { insertArticles } from '../../support/rows.js';
 import type { DataSource } from 'typeorm';
 
 /** The module's default: its commands, and a socket that stops answering, time out after this. */
@@ -50,7 +50,7 @@ describe.each(DATABASES)('a lost Redis connection on %s', (databaseName) => {
   }
 
   it('costs one outage per Redis restart under load, and every change after it succeeds', async () => {
-    const server = await PrivateRedis.start();
+    const server = await RedisServer.start();
     teardown.push(() => server.stop());
     const warn = vi.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
     const app = await startApp(server.url);
@@ -90,7 +90,7 @@ describe.each(DATABASES)('a lost Redis connection on %s', (databaseName) => {
   });
 
   it('reports a change that the client refused before sending it as not sent', async () => {
-    const server = await PrivateRedis.start();
+    const server = await RedisServer.start();
     teardown.push(() => server.stop());
     const client = new Redis(server.url, {
       enableOfflineQueue: false,

@@ -3,7 +3,7 @@ import { FlushStore } from '../../lib/redis/flush.store.js';
 import { CounterDatabase } from '../../lib/sql/counter.database.js';
 import { Reply, SOURCED_ENTITIES, Topic } from '../fixtures/sourced-entities.js';
 import { startCounterApp, type CounterApp } from '../support/counter-app.js';
-import { deleteKeys, keysEndingWith, testRedis, uniquePrefix } from '../support/redis.js';
+import { deleteKeys, keysEndingWith, testRedis, uniquePrefix } from '../../support/redis.js';
 import {
   createReplicatedTestDatabase,
   REPLICATED_DATABASES,

@@ -3,9 +3,9 @@ import { FlushStore } from '../../lib/redis/flush.store.js';
 import { CounterKeys } from '../../lib/redis/counter.keys.js';
 import { startCounterApp, type CounterApp } from '../support/counter-app.js';
 import { useCounterSuite } from '../support/counter-suite.js';
-import { DATABASES } from '../support/databases.js';
+import { DATABASES } from '../../support/databases.js';
 import { Article, ArticleBeforeViewCount } from '../fixtures/entities.js';
-import { articleCounts, insertArticles } from '../support/rows.js';
+import { articleCounts, insertArticles } from '../../support/rows.js';
 
 const OPTIONS = { shards: 1, cleanRowTtlSeconds: 2, flushOnShutdown: false, flushLeaseMs: 500 };
 /** How long changes of a counter no claiming instance knows are kept after the last give-back. */

@@ -10,9 +10,9 @@ import { CounterService, CounterStoreUnavailableError } from '../../lib/index.js
 import { Comment } from '../../sample-app/src/comments/comment.entity.js';
 import { Problem } from '../../sample-app/src/problems/problem.entity.js';
 import { Solution } from '../../sample-app/src/solutions/solution.entity.js';
-import { createTestDatabase, DATABASES, type DatabaseName } from '../support/databases.js';
+import { createTestDatabase, DATABASES, type DatabaseName } from '../../support/databases.js';
 import { flushEverything } from '../support/flush-everything.js';
-import { deleteKeys, REDIS_URL, testRedis, uniquePrefix } from '../support/redis.js';
+import { deleteKeys, REDIS_URL, testRedis, uniquePrefix } from '../../support/redis.js';
 
 /** A database of its own for the sample app, named by the DATABASE_URL the app reads. */
 interface SampleDatabase {

@@ -2,12 +2,12 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CounterOutOfRangeError } from '../../lib/index.js';
 import { startCounterApp, type CounterApp } from '../support/counter-app.js';
-import { createTestDatabase, type TestDatabase } from '../support/databases.js';
+import { createTestDatabase, type TestDatabase } from '../../support/databases.js';
 import { Article } from '../fixtures/entities.js';
-import { PrivateRedis } from '../support/private-redis.js';
+import { RedisServer } from '../../support/redis-server.js';
 import { RedisTraffic } from '../support/redis-traffic.js';
-import { RESP2, uniquePrefix } from '../support/redis.js';
-import { articleCounts, insertArticles } from '../support/rows.js';
+import { RESP2, uniquePrefix } from '../../support/redis.js';
+import { articleCounts, insertArticles } from '../../support/rows.js';
 
 /** The names of the commands `traffic` has seen, lower case. */
 const commandNames = async (traffic: RedisTraffic, via: Redis) =>
@@ -17,14 +17,14 @@ const commandNames = async (traffic: RedisTraffic, via: Redis) =>
 // per server, however many calls follow. Redis only, so one database is enough.
 describe('script loading', () => {
   const prefix = uniquePrefix('sha');
-  let server: PrivateRedis;
+  let server: RedisServer;
   let client: Redis;
   let observer: Redis;
   let database: TestDatabase;
   let counter: CounterApp;
 
   beforeAll(async () => {
-    server = await PrivateRedis.start();
+    server = await RedisServer.start();
     client = new Redis(server.url, RESP2);
     observer = new Redis(server.url, RESP2);
     database = await createTestDatabase('sqlite');

@@ -7,8 +7,8 @@ import { CounterDatabase } from '../../lib/sql/counter.database.js';
 import type { CounterApp } from '../support/counter-app.js';
 import { useCounterSuite } from '../support/counter-suite.js';
 import { Article } from '../fixtures/entities.js';
-import { articleCounts, insertArticles } from '../support/rows.js';
-import { seededRandom, testSeed } from '../support/seeded-random.js';
+import { articleCounts, insertArticles } from '../../support/rows.js';
+import { seededRandom, testSeed } from '../../support/seeded-random.js';
 import { TARGETS } from '../support/topologies.js';
 
 const SHARDS = 4;

@@ -15,9 +15,9 @@ import { CounterDatabase } from '../../lib/sql/counter.database.js';
 import { Reply, replySource, SOURCED_ENTITIES, Topic } from '../fixtures/sourced-entities.js';
 import type { CounterApp } from '../support/counter-app.js';
 import { useCounterSuite } from '../support/counter-suite.js';
-import { deleteKeys, snapshot } from '../support/redis.js';
+import { deleteKeys, snapshot } from '../../support/redis.js';
 import { TARGETS } from '../support/topologies.js';
-import { DATABASES } from '../support/databases.js';
+import { DATABASES } from '../../support/databases.js';
 
 /** Topics with a stored reply count and that many reply rows (the source); returns their ids. */
 async function insertTopics(app: CounterApp, topics: Array<{ stored: number; replies: number }>): Promise<number[]> {

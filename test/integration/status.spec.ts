@@ -4,12 +4,12 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import { CounterKeys } from '../../lib/redis/counter.keys.js';
 import { CounterDatabase } from '../../lib/sql/counter.database.js';
 import { startCounterApp, type CounterApp } from '../support/counter-app.js';
-import { createTestDatabase, DATABASES, type TestDatabase } from '../support/databases.js';
+import { createTestDatabase, DATABASES, type TestDatabase } from '../../support/databases.js';
 import { Article } from '../fixtures/entities.js';
-import { PrivateRedis } from '../support/private-redis.js';
-import { uniquePrefix } from '../support/redis.js';
-import { TcpProxy } from '../support/tcp-proxy.js';
-import { insertArticles } from '../support/rows.js';
+import { RedisServer } from '../../support/redis-server.js';
+import { uniquePrefix } from '../../support/redis.js';
+import { TcpProxy } from '../../support/tcp-proxy.js';
+import { insertArticles } from '../../support/rows.js';
 
 const SHARDS = 4;
 /** Article, Remark and Badge: every shard of each is marked and watched. */
@@ -17,12 +17,12 @@ const ALL_SHARDS = 3 * SHARDS;
 
 /** The backlog and flush record `CounterService.status()` reports, and the detection of Redis data loss. */
 describe.each(DATABASES)('status and Redis data loss on %s', (databaseName) => {
-  let server: PrivateRedis;
+  let server: RedisServer;
   let database: TestDatabase;
   const apps: CounterApp[] = [];
 
   beforeAll(async () => {
-    server = await PrivateRedis.start();
+    server = await RedisServer.start();
     database = await createTestDatabase(databaseName);
   });
 

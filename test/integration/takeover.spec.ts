@@ -7,9 +7,9 @@ import { CounterDatabase } from '../../lib/sql/counter.database.js';
 import type { DeltaBatch } from '../../lib/model/delta-batch.js';
 import { Article } from '../fixtures/entities.js';
 import { startCounterApp, type CounterApp } from '../support/counter-app.js';
-import { createTestDatabase, type TestDatabase } from '../support/databases.js';
-import { deleteKeys, keysEndingWith, uniquePrefix } from '../support/redis.js';
-import { articleCounts, insertArticles } from '../support/rows.js';
+import { createTestDatabase, type TestDatabase } from '../../support/databases.js';
+import { deleteKeys, keysEndingWith, uniquePrefix } from '../../support/redis.js';
+import { articleCounts, insertArticles } from '../../support/rows.js';
 import { inspectionClient, TARGETS } from '../support/topologies.js';
 
 /** The library's default flush interval; the default lease is one interval (at least 1000 ms). */

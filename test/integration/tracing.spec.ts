@@ -10,9 +10,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import { CounterDatabase } from '../../lib/sql/counter.database.js';
 import { Article, Remark } from '../fixtures/entities.js';
 import { startCounterApp, type CounterApp } from '../support/counter-app.js';
-import { createTestDatabase, type TestDatabase } from '../support/databases.js';
-import { deleteKeys, testRedis, uniquePrefix } from '../support/redis.js';
-import { insertArticles, insertRemarks } from '../support/rows.js';
+import { createTestDatabase, type TestDatabase } from '../../support/databases.js';
+import { deleteKeys, testRedis, uniquePrefix } from '../../support/redis.js';
+import { insertArticles, insertRemarks } from '../../support/rows.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 

@@ -3,7 +3,7 @@ import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { freePort } from '../support/free-port.js';
+import { freePort } from '../../support/free-port.js';
 
 const run = promisify(execFile);
 const REPOSITORY = join(import.meta.dirname, '..', '..');

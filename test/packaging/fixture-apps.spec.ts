@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deleteKeys, REDIS_URL, testRedis, uniquePrefix } from '../support/redis.js';
+import { deleteKeys, REDIS_URL, testRedis, uniquePrefix } from '../../support/redis.js';
 import {
   copyFixture,
   installedVersion,

@@ -5,7 +5,7 @@ import { TypeOrmModule } from '@nestjs/typeorm';
 import { DataSource, type DataSourceOptions } from 'typeorm';
 import { CounterLedgerEntry, CounterModule, CounterService, type CounterModuleOptions } from '../../lib/index.js';
 import { ENTITIES } from '../fixtures/entities.js';
-import type { AnyRedis } from './redis.js';
+import type { AnyRedis } from '../../support/redis.js';
 import { counterRedisOption, type Topology } from './topologies.js';
 
 export interface CounterApp {

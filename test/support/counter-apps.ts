@@ -1,7 +1,7 @@
 import { afterAll, beforeAll } from 'vitest';
 import { startCounterApp, type CounterApp, type CounterAppOptions } from './counter-app.js';
-import { createTestDatabase, type DatabaseName, type TestDatabase } from './databases.js';
-import { deleteKeys, testRedis, uniquePrefix } from './redis.js';
+import { createTestDatabase, type DatabaseName, type TestDatabase } from '../../support/databases.js';
+import { deleteKeys, testRedis, uniquePrefix } from '../../support/redis.js';
 
 export interface CounterApps {
   /**

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll } from 'vitest';
 import type { CounterModuleOptions } from '../../lib/index.js';
 import { startCounterApp, type CounterApp } from './counter-app.js';
-import { createTestDatabase, type DatabaseName, type TestDatabase } from './databases.js';
-import { deleteKeys, uniquePrefix, type AnyRedis } from './redis.js';
+import { createTestDatabase, type DatabaseName, type TestDatabase } from '../../support/databases.js';
+import { deleteKeys, uniquePrefix, type AnyRedis } from '../../support/redis.js';
 import { inspectionClient, type SuiteTarget } from './topologies.js';
 
 export interface CounterSuite {

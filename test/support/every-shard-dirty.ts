@@ -2,7 +2,7 @@ import { expect } from 'vitest';
 import type { CounterKeys } from '../../lib/redis/counter.keys.js';
 import { Article, Remark } from '../fixtures/entities.js';
 import type { CounterApp } from './counter-app.js';
-import { articleCounts, insertArticles, insertRemarks, remarkCounts, spreadIds } from './rows.js';
+import { articleCounts, insertArticles, insertRemarks, remarkCounts, spreadIds } from '../../support/rows.js';
 
 export interface DirtyRows {
   articleIds: number[];

@@ -1,8 +1,8 @@
 import type { DataSource } from 'typeorm';
 import { afterAll, afterEach, beforeAll, vi } from 'vitest';
-import { createTestDatabase, type DatabaseName, type TestDatabase } from './databases.js';
-import { openObserver } from './observer.js';
-import { deleteKeys, testRedis } from './redis.js';
+import { createTestDatabase, type DatabaseName, type TestDatabase } from '../../support/databases.js';
+import { openObserver } from '../../support/observer.js';
+import { deleteKeys, testRedis } from '../../support/redis.js';
 
 export interface FaultSuite {
   /** The test's own client of the shared Redis, for the keys of `prefixes`. */

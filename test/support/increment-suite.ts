@@ -1,10 +1,10 @@
 import { afterAll, beforeAll } from 'vitest';
 import { CounterKeys, type ShardKeys } from '../../lib/redis/counter.keys.js';
 import { Article } from '../fixtures/entities.js';
-import { tapCommands, type SentCommand } from './command-tap.js';
+import { tapCommands, type SentCommand } from '../../support/command-tap.js';
 import { startCounterApp, type CounterApp } from './counter-app.js';
-import { createTestDatabase, DATABASES, type TestDatabase } from './databases.js';
-import { deleteKeys, uniquePrefix, type AnyRedis } from './redis.js';
+import { createTestDatabase, DATABASES, type TestDatabase } from '../../support/databases.js';
+import { deleteKeys, uniquePrefix, type AnyRedis } from '../../support/redis.js';
 import { scriptArguments, scriptOf, scriptsBySha } from './script-calls.js';
 import { inspectionClient, moduleClient, type Topology } from './topologies.js';
 

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { generateMulti } from 'cluster-key-slot';
 import type { Redis } from 'ioredis';
-import { tapCommands } from './command-tap.js';
-import { isCluster, masters, type AnyRedis } from './redis.js';
+import { tapCommands } from '../../support/command-tap.js';
+import { isCluster, masters, type AnyRedis } from '../../support/redis.js';
 
 /**
  * Watches what a test's keys receive, through connections in MONITOR mode (one per master on a

@@ -2,7 +2,7 @@ import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { DataSource, type DataSourceOptions, type EntityManager } from 'typeorm';
 import { CounterLedgerEntry } from '../../lib/index.js';
-import { createTestDatabase, type TestDatabase } from './databases.js';
+import { createTestDatabase, type TestDatabase } from '../../support/databases.js';
 
 /** The databases with read replicas in TypeORM (`replication`): SQLite has none. */
 export type ReplicatedDatabaseName = 'postgres' | 'mariadb';

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll } from 'vitest';
 import type { CounterModuleOptions } from '../../lib/index.js';
 import { startCounterApp, type CounterApp } from './counter-app.js';
-import { createTestDatabase, DATABASES, type TestDatabase } from './databases.js';
-import { deleteKeys, uniquePrefix, type AnyRedis } from './redis.js';
+import { createTestDatabase, DATABASES, type TestDatabase } from '../../support/databases.js';
+import { deleteKeys, uniquePrefix, type AnyRedis } from '../../support/redis.js';
 import { RoundTrips } from './redis-traffic.js';
 import { inspectionClient, moduleClient, type Topology } from './topologies.js';
 

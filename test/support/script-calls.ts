@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { SentCommand } from './command-tap.js';
+import type { SentCommand } from '../../support/command-tap.js';
 import { readDumpedHash, textOf } from '../../lib/redis/claim/dumped-hash.parser.js';
 import { COUNTER_SCRIPTS } from '../../lib/redis/script-commands.js';
 

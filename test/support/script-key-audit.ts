@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { isCluster, masters, type AnyRedis } from './redis.js';
+import { isCluster, masters, type AnyRedis } from '../../support/redis.js';
 import { unescapeMonitorArg } from './redis-traffic.js';
 import { scriptsBySha } from './script-calls.js';
 

@@ -1,7 +1,8 @@
 import { Cluster, Redis, type ClusterOptions } from 'ioredis';
 import type { CounterRedisConnection } from '../../lib/index.js';
-import { DATABASES, type DatabaseName } from './databases.js';
-import { REDIS_URL, RESP2, testRedis } from './redis.js';
+import { DATABASES, type DatabaseName } from '../../support/databases.js';
+import { CLUSTER_NODES, localClusterClient } from '../../support/local-cluster.js';
+import { REDIS_URL, RESP2, testRedis } from '../../support/redis.js';
 
 /** The Redis deployments the suite runs against: one server, or a Redis Cluster (DESIGN.md, G5). */
 export type Topology = 'standalone' | 'cluster';
@@ -16,9 +17,6 @@ export const TOPOLOGIES: Topology[] = (process.env.COUNTER_TEST_TOPOLOGIES ?? 's
     }
     return name;
   });
-
-/** The local cluster of scripts/redis-cluster.sh: three masters and three replicas. */
-export const CLUSTER_NODES = [7000, 7001, 7002, 7003, 7004, 7005].map((port) => ({ host: '127.0.0.1', port }));
 
 /** One database and one topology. */
 export interface SuiteTarget {
@@ -59,7 +57,7 @@ export function moduleClient(topology: Topology): Redis | Cluster {
 
 /** A client of the test's own for inspecting keys (any node of a cluster answers for any key). */
 export function inspectionClient(topology: Topology): Redis | Cluster {
-  return topology === 'cluster' ? new Cluster(CLUSTER_NODES, { redisOptions: RESP2 }) : testRedis();
+  return topology === 'cluster' ? localClusterClient() : testRedis();
 }
 
 /** A client that can never connect: standalone on a closed port, or a cluster whose nodes are all down. */

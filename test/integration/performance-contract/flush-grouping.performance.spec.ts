@@ -7,7 +7,7 @@ import { CounterDatabase } from '../../../lib/sql/counter.database.js';
 import type { DeltaBatch } from '../../../lib/model/delta-batch.js';
 import type { CounterApp } from '../../support/counter-app.js';
 import { useCounterSuite } from '../../support/counter-suite.js';
-import { DATABASES } from '../../support/databases.js';
+import { DATABASES } from '../../../support/databases.js';
 import { dirtyEveryShard, expectEveryShardWritten } from '../../support/every-shard-dirty.js';
 
 // Performance contract: these tests pin the shape of an optimisation documented in docs/PERFORMANCE.md

@@ -8,9 +8,9 @@ import type { CounterApp } from '../../support/counter-app.js';
 import { Article, ENTITIES } from '../../fixtures/entities.js';
 import { nodeOfTrip, type RoundTrips } from '../../support/redis-traffic.js';
 import { useRoundTripSuite } from '../../support/round-trip-suite.js';
-import { articleCounts, insertArticles, spreadIds } from '../../support/rows.js';
+import { articleCounts, insertArticles, spreadIds } from '../../../support/rows.js';
 import { scriptsBySha } from '../../support/script-calls.js';
-import { slotOwners } from '../../support/slot-owners.js';
+import { slotOwners } from '../../../support/slot-owners.js';
 import { TOPOLOGIES } from '../../support/topologies.js';
 
 // Performance contract: these tests pin the shape of an optimisation documented in docs/PERFORMANCE.md

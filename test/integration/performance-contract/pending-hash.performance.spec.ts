@@ -3,7 +3,7 @@ import { groupBy } from '../../../lib/collections.js';
 import { CounterKeys } from '../../../lib/redis/counter.keys.js';
 import { useCounterSuite } from '../../support/counter-suite.js';
 import { Article } from '../../fixtures/entities.js';
-import { articleCounts, insertArticles } from '../../support/rows.js';
+import { articleCounts, insertArticles } from '../../../support/rows.js';
 
 // Performance contract: these tests pin the shape of an optimisation documented in docs/PERFORMANCE.md (the
 // pending hash kept as a hash table), not a guarantee, and change when that optimisation does. The

@@ -1,9 +1,9 @@
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { CounterApp } from '../../support/counter-app.js';
 import { useCounterSuite } from '../../support/counter-suite.js';
-import { DATABASES, type DatabaseName } from '../../support/databases.js';
+import { DATABASES, type DatabaseName } from '../../../support/databases.js';
 import { Article, Tally } from '../../fixtures/entities.js';
-import { articleCounts, insertArticles } from '../../support/rows.js';
+import { articleCounts, insertArticles } from '../../../support/rows.js';
 import { countOnNullableColumn } from '../../support/tallies.js';
 
 // Performance contract: these tests pin the shape of an optimisation documented in docs/PERFORMANCE.md

@@ -1,7 +1,7 @@
 import { DataSource, type DataSourceOptions } from 'typeorm';
-import { CounterLedgerEntry } from '../../lib/index.js';
-import { ENTITIES } from '../fixtures/entities.js';
-import { SOURCED_ENTITIES } from '../fixtures/sourced-entities.js';
+import { CounterLedgerEntry } from '../lib/index.js';
+import { ENTITIES } from '../test/fixtures/entities.js';
+import { SOURCED_ENTITIES } from '../test/fixtures/sourced-entities.js';
 import type { TestDatabase } from './databases.js';
 
 /**

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import calculateSlot from 'cluster-key-slot';
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
-import { groupBy } from '../../lib/collections.js';
+import { groupBy } from '../lib/collections.js';
 
 export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 

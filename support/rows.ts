@@ -1,6 +1,6 @@
 import type { DataSource } from 'typeorm';
-import type { CounterKeys } from '../../lib/redis/counter.keys.js';
-import { Article, Remark } from '../fixtures/entities.js';
+import type { CounterKeys } from '../lib/redis/counter.keys.js';
+import { Article, Remark } from '../test/fixtures/entities.js';
 
 /**
  * Inserts articles with the given like counts; returns their ids in order. Their ids are generated,

@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
+import { RedisServer, RedisServerNotFoundError } from '../../support/redis-server.js';
 import { probeRedis, redact } from './redis.probe.js';
-import { RedisServerNotFoundError, ThrowawayRedisServer } from './throwaway-redis.server.js';
 
 /**
  * The Redis URL the app should use: `url` when a Redis answers there, else a throwaway redis-server's
@@ -10,9 +10,9 @@ import { RedisServerNotFoundError, ThrowawayRedisServer } from './throwaway-redi
 export async function redisForTheApp(url: string): Promise<string> {
   const unreachable = await probeRedis(url);
   if (unreachable === undefined) return url;
-  let server: ThrowawayRedisServer;
+  let server: RedisServer;
   try {
-    server = await ThrowawayRedisServer.start();
+    server = await RedisServer.start({ directoryPrefix: 'judge-redis-', tiedToThisProcess: true });
   } catch (error) {
     if (error instanceof RedisServerNotFoundError) {
       throw new Error(`${unreachable} redis-server is not on the PATH either: install redis-server or set REDIS_URL.`, {
