@@ -153,7 +153,8 @@ export const MESSAGES = {
     `The Redis client given to CounterModule may resend a command after a timeout or reconnect, so a change ` +
     `reported as failed could still be applied. Create it with { enableOfflineQueue: false, ` +
     `autoResendUnfulfilledCommands: false, socketTimeout } (a Cluster: also retryDelayOnFailover: 0, the others ` +
-    `in redisOptions; see docs/OPERATING.md, "Your own Redis client"), or pass a URL or { clusterNodes } and let the module create it.`,
+    `in redisOptions; see docs/OPERATING.md, "Your own Redis client"), or pass a URL or { clusterNodes } and ` +
+    `let the module create it.`,
   redisDataLost: (shards: number, entities: string[], lastFlush: Date | null) =>
     `Redis lost the counter data of ${shards} shard(s) of ${entities.join(', ')} (a restart without ` +
     `persistence, a failover to a replica that was behind, or eviction). Changes acknowledged ` +
