@@ -9,7 +9,7 @@ import { CounterRegistry } from './counter.registry.js';
 import { CounterService } from './counter.service.js';
 import { CounterFlushScheduler } from './flush/counter-flush.scheduler.js';
 import { CounterFlusher } from './flush/counter.flusher.js';
-import { FlushRecord } from './flush/flush.record.js';
+import { FlushHistory } from './flush/flush.history.js';
 import { CounterHealthIndicator } from './health/counter.health-indicator.js';
 import { CounterInterceptor } from './interceptors/counter.interceptor.js';
 import { DataLossRepairer } from './reconcile/data-loss.repairer.js';
@@ -86,7 +86,7 @@ import { OpenTelemetryTracer } from './tracing/opentelemetry.tracer.js';
     CounterEntityExplorer,
     CounterDatabase,
     CounterValueHydrator,
-    FlushRecord,
+    FlushHistory,
     CounterReader,
     CounterFlusher,
     CounterFlushScheduler,

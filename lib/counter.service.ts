@@ -3,7 +3,7 @@ import type { DataSource } from 'typeorm';
 import { collectCountedInstances } from './counted-instances.js';
 import { CounterChangeApplier } from './counter-change.applier.js';
 import { CounterFlusher } from './flush/counter.flusher.js';
-import { FlushRecord } from './flush/flush.record.js';
+import { FlushHistory } from './flush/flush.history.js';
 import { MESSAGES } from './counter.messages.js';
 import { CounterReader, type RowRequest } from './counter.reader.js';
 import { CounterRegistry } from './counter.registry.js';
@@ -36,7 +36,7 @@ export class CounterService {
     private readonly keys: CounterKeys,
     private readonly reader: CounterReader,
     private readonly flusher: CounterFlusher,
-    private readonly record: FlushRecord,
+    private readonly record: FlushHistory,
     private readonly flushStore: FlushStore,
     @Inject(COUNTER_INSTRUMENTS) private readonly instruments: CounterInstruments,
     private readonly changes: CounterChangeApplier,
