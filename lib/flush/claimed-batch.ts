@@ -19,7 +19,7 @@ export interface ClaimedBatch {
   moreRows: number;
   /** Left behind by a flusher that did not acknowledge it: the ledger may have it already. */
   recovered: boolean;
-  /** Changes of counters this instance does not know, to give back before the write (give-back.lua.ts). */
+  /** Changes of counters this instance does not know, to give back before the write; none once given back. */
   unknown: string[];
 }
 

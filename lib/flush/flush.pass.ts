@@ -74,7 +74,7 @@ export class FlushPass {
   readonly lostEntities = new Set<CountedEntity>();
   /** The entities of lost shards whose generation key this flush made again (it saw the loss happen). */
   readonly keysMadeOf = new Set<CountedEntity>();
-  /** Per entity, the shards the ledger shows flushed, read before this flush wrote any (see the flusher). */
+  /** Per entity, the shards the ledger shows flushed, read before this flush wrote any (see ShardsLostWhileDown). */
   readonly flushedShards = new Map<CountedEntity, Promise<Set<number>>>();
   private readonly started = performance.now();
 
