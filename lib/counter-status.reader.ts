@@ -1,14 +1,14 @@
 import { Injectable } from '@nestjs/common';
 import { CounterRegistry } from './counter.registry.js';
 import { CounterStoreUnavailableError } from './exceptions/counter-store-unavailable.error.js';
-import { FlushRecord } from './flush/flush.record.js';
+import { FlushHistory } from './flush/flush.history.js';
 import type { CounterStatus } from './interfaces/counter-status.interface.js';
 import { CounterKeys } from './redis/counter.keys.js';
 import { FlushStore } from './redis/flush.store.js';
 
 /**
  * Reads `CounterService.status()`: the backlog every counted entity has in Redis, and this instance's
- * record of its flushes. Read by the service, the health indicator, the backlog gauges and the final
+ * history of its flushes. Read by the service, the health indicator, the backlog gauges and the final
  * flush's warning.
  */
 @Injectable()
@@ -17,13 +17,13 @@ export class CounterStatusReader {
     private readonly registry: CounterRegistry,
     private readonly keys: CounterKeys,
     private readonly flushStore: FlushStore,
-    private readonly record: FlushRecord,
+    private readonly history: FlushHistory,
   ) {}
 
   /** The status; with Redis down the backlog fields are null. One round trip per Redis node. */
   async status(): Promise<CounterStatus> {
     const { lastSuccessfulFlushAt, lastFailedFlushAt, lastFlushError, consecutiveFailedFlushes, lastRedisDataLoss } =
-      this.record;
+      this.history;
     const flushing = {
       lastSuccessfulFlushAt,
       lastFailedFlushAt,

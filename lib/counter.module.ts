@@ -11,7 +11,7 @@ import { CounterService } from './counter.service.js';
 import { CounterStatusReader } from './counter-status.reader.js';
 import { CounterFlushScheduler } from './flush/counter-flush.scheduler.js';
 import { CounterFlusher } from './flush/counter.flusher.js';
-import { FlushRecord } from './flush/flush.record.js';
+import { FlushHistory } from './flush/flush.history.js';
 import { CounterHealthIndicator } from './health/counter.health-indicator.js';
 import { CounterInterceptor } from './interceptors/counter.interceptor.js';
 import type { ResolvedCounterOptions } from './interfaces/resolved-counter-options.interface.js';
@@ -35,7 +35,7 @@ import { CounterValueHydrator } from './sql/counter-value.hydrator.js';
     CounterEntityExplorer,
     CounterDatabase,
     CounterValueHydrator,
-    FlushRecord,
+    FlushHistory,
     CounterReader,
     CounterFlusher,
     CounterFlushScheduler,

@@ -3,8 +3,8 @@ import { MESSAGES } from '../counter.messages.js';
 import type { FlushStore } from '../redis/flush.store.js';
 import type { ApplyOutcome } from '../sql/counter.database.js';
 import { encodedIdsOf, type ClaimedBatch } from './claimed-batch.js';
-import type { FlushRecord } from './flush.record.js';
-import type { FlushRun } from './flush.run.js';
+import type { FlushHistory } from './flush.history.js';
+import type { FlushPass } from './flush.pass.js';
 import type { RedisDataLossDetector } from './redis-data-loss.detector.js';
 
 /**
@@ -17,7 +17,7 @@ export class BatchSettler {
   constructor(
     private readonly store: FlushStore,
     private readonly lossDetector: RedisDataLossDetector,
-    private readonly record: FlushRecord,
+    private readonly history: FlushHistory,
     private readonly logger: Logger,
   ) {}
 
@@ -31,14 +31,14 @@ export class BatchSettler {
     token: string,
     release: boolean,
     missingIds: Array<string | number>,
-    run?: FlushRun,
+    pass?: FlushPass,
   ): Promise<boolean> {
-    const { work, batch } = claimed;
+    const { shard, batch } = claimed;
     const missing = encodedIdsOf(claimed, missingIds);
-    const counters = work.entity.counterNames;
-    const acknowledged = await this.store.ack(work.keys, batch.batchId, token, release, counters, missing);
-    if (acknowledged) this.lossDetector.acknowledged(work.keys, claimed.generation);
-    else await this.forgetIfGone(claimed, run);
+    const counters = shard.entity.counterNames;
+    const acknowledged = await this.store.ack(shard.keys, batch.batchId, token, release, counters, missing);
+    if (acknowledged) this.lossDetector.acknowledged(shard.keys, claimed.generation);
+    else await this.forgetIfGone(claimed, pass);
     return acknowledged;
   }
 
@@ -47,14 +47,14 @@ export class BatchSettler {
    * transaction: a batch Redis lost meanwhile may have had its rows loaded inside the transaction (SQLite's
    * one connection) or before a COMMIT whose outcome is unknown. A generation key found missing is a loss.
    */
-  async forgetIfGone(claimed: ClaimedBatch, run?: FlushRun): Promise<void> {
-    const { work, batch } = claimed;
-    const outcome = await this.store.forget(work.keys, batch.batchId, encodedIdsOf(claimed, batch.rows.ids));
+  async forgetIfGone(claimed: ClaimedBatch, pass?: FlushPass): Promise<void> {
+    const { shard, batch } = claimed;
+    const outcome = await this.store.forget(shard.keys, batch.batchId, encodedIdsOf(claimed, batch.rows.ids));
     if (outcome !== 'lost') return;
-    this.lossDetector.remade(work.keys);
+    this.lossDetector.remade(shard.keys);
     // The script made the generation key again: this instance is the one to queue the repair.
-    if (run) run.shardLost(work.entity, true);
-    else this.record.redisDataLost(1, [work.entity], [work.entity]);
+    if (pass) pass.shardLost(shard.entity, true);
+    else this.history.redisDataLost(1, [shard.entity], [shard.entity]);
   }
 
   /**
@@ -67,7 +67,7 @@ export class BatchSettler {
         if (outcome?.applied) await this.acknowledge(claimed, '', false, outcome.missingIds[index]);
         else await this.forgetIfGone(claimed);
       } catch (error) {
-        this.logger.warn(MESSAGES.lateBatchNotSettled(claimed.work.entity.key, (error as Error).message));
+        this.logger.warn(MESSAGES.lateBatchNotSettled(claimed.shard.entity.key, (error as Error).message));
       }
     });
   }

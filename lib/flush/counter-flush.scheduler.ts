@@ -17,7 +17,7 @@ import { CounterStatusReader } from '../counter-status.reader.js';
 import { CounterFlusher } from './counter.flusher.js';
 import { addCronJob } from '../peer-compat.js';
 import { loadCronJob } from './cron-job.loader.js';
-import { FlushRecord } from './flush.record.js';
+import { FlushHistory } from './flush.history.js';
 
 /**
  * Runs the flush every `flushIntervalMs`, or on the `flushCron` expression, through `SchedulerRegistry`.
@@ -38,8 +38,8 @@ export class CounterFlushScheduler implements OnApplicationBootstrap, BeforeAppl
 
   constructor(
     private readonly flusher: CounterFlusher,
-    private readonly record: FlushRecord,
-    private readonly counters: CounterStatusReader,
+    private readonly history: FlushHistory,
+    private readonly statusReader: CounterStatusReader,
     @Inject(COUNTER_OPTIONS) private readonly options: ResolvedCounterOptions,
     @Optional() private readonly schedulerRegistry?: SchedulerRegistry,
   ) {}
@@ -79,7 +79,7 @@ export class CounterFlushScheduler implements OnApplicationBootstrap, BeforeAppl
   /** Says what a final flush left in Redis and why: no instance may be left running to flush it soon. */
   private async warnOfWorkLeft({ busyShards, lostLeases, failedShards, error }: FlushReport): Promise<void> {
     if (busyShards + lostLeases + failedShards === 0 && !error) return;
-    const { pendingRows: rows } = await this.counters.status();
+    const { pendingRows: rows } = await this.statusReader.status();
     this.logger.warn(
       MESSAGES.finalFlushLeftWork({
         busy: busyShards,
@@ -113,7 +113,7 @@ export class CounterFlushScheduler implements OnApplicationBootstrap, BeforeAppl
       })
       .catch((error: Error) => {
         // The flush itself threw (a bug, not a failed shard): it could not record that it failed.
-        this.record.flushFailed(error);
+        this.history.flushFailed(error);
         this.backOff(error);
       })
       .finally(() => {
@@ -139,7 +139,7 @@ export class CounterFlushScheduler implements OnApplicationBootstrap, BeforeAppl
 
   /** Waits longer after each failed flush in a row (the flusher counts them), with jitter. */
   private backOff(error: Error): void {
-    const failures = this.record.consecutiveFailedFlushes;
+    const failures = this.history.consecutiveFailedFlushes;
     const ceiling = Math.min(this.options.flushMaxBackoffMs, this.options.flushIntervalMs * 2 ** failures);
     const delay = Math.round(ceiling / 2 + (Math.random() * ceiling) / 2);
     this.nextAttemptAt = Date.now() + delay;

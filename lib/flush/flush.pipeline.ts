@@ -1,9 +1,17 @@
+/** What a write of a group of batches came to. */
+export interface GroupWritten<Claimed, Written> {
+  /** The batches the database has now, to acknowledge. */
+  written: Written[];
+  /** Batches to write again, each on its own: their transaction found one of them in the ledger already. */
+  writeAlone: Claimed[];
+}
+
 /** What a flush worker does, step by step (see CounterFlusher). */
 export interface FlushSteps<Claimed, Written> {
   /** Claims batches of shards left, `claimsAtOnce` shards per round trip, until they hold about `rows` rows. */
   claim(rows: number, claimsAtOnce: number): Promise<Claimed[]>;
-  /** Writes batches in one transaction; returns those to acknowledge. Never rejects. */
-  write(batches: Claimed[]): Promise<Written[]>;
+  /** Writes a group of batches in one transaction. Never rejects. */
+  write(batches: Claimed[]): Promise<GroupWritten<Claimed, Written>>;
   /** Acknowledges written batches. Never rejects. */
   acknowledge(batches: Written[]): Promise<void>;
   /** Whether shards are left to claim. */
@@ -14,7 +22,8 @@ export interface FlushSteps<Claimed, Written> {
 
 /**
  * How a flush overlaps its round trips and transactions: the one place that decides how many workers
- * run, how many shards a claim round trip takes, and that acknowledgements travel with the next claims.
+ * run, how many shards a claim round trip takes, that acknowledgements travel with the next claims, and
+ * that the batches of a transaction the ledger refused go again one by one.
  * The figures behind each are in docs/PERFORMANCE.md, "Flush pipeline".
  */
 export class FlushPipeline {
@@ -49,19 +58,25 @@ export class FlushPipeline {
 
   /**
    * One worker: claim, write, acknowledge, over and over. A group's acknowledgements are not awaited
-   * before the next claims, so that both reach Redis in one round trip.
+   * before the next claims, so that both reach Redis in one round trip. Batches to write alone are
+   * written (and acknowledged) before anything more is claimed, even once the flush stopped: they are
+   * claimed already.
    */
   private async work<Claimed, Written>(steps: FlushSteps<Claimed, Written>): Promise<void> {
     let acknowledging: Promise<void> = Promise.resolve();
-    while (!steps.stopped()) {
-      const claimed = await steps.claim(this.rowsPerTransaction, this.claimsAtOnce);
+    const writeAlone: Claimed[] = [];
+    while (writeAlone.length > 0 || !steps.stopped()) {
+      const group =
+        writeAlone.length > 0 ? writeAlone.splice(0, 1) : await steps.claim(this.rowsPerTransaction, this.claimsAtOnce);
       // A shard acknowledged with rows left is back among those left by now.
       await acknowledging;
-      if (claimed.length === 0) {
+      if (group.length === 0) {
         if (!steps.shardsLeft()) return;
         continue;
       }
-      acknowledging = steps.acknowledge(await steps.write(claimed));
+      const { written, writeAlone: again } = await steps.write(group);
+      writeAlone.push(...again);
+      acknowledging = steps.acknowledge(written);
     }
     await acknowledging;
   }

@@ -12,7 +12,7 @@ import { MESSAGES } from '../counter.messages.js';
 import { CounterRegistry } from '../counter.registry.js';
 import type { CountedEntity, CounterField } from '../model/counted-entity.js';
 import { CounterStoreUnavailableError } from '../exceptions/counter-store-unavailable.error.js';
-import { FlushRecord } from '../flush/flush.record.js';
+import { FlushHistory } from '../flush/flush.history.js';
 import type { ResolvedCounterOptions } from '../interfaces/resolved-counter-options.interface.js';
 import { CounterKeys } from '../redis/counter.keys.js';
 import { RepairStore, type RepairJob, type RepairProgress } from '../redis/repair.store.js';
@@ -61,7 +61,7 @@ export class DataLossRepairer implements OnApplicationBootstrap, BeforeApplicati
   private stopping = false;
 
   constructor(
-    private readonly record: FlushRecord,
+    private readonly history: FlushHistory,
     private readonly reconciler: CounterReconciler,
     private readonly registry: CounterRegistry,
     private readonly refused: RefusedChanges,
@@ -74,7 +74,7 @@ export class DataLossRepairer implements OnApplicationBootstrap, BeforeApplicati
 
   onApplicationBootstrap(): void {
     if (!this.options.repairOnDataLoss) return;
-    this.record.onRedisDataLoss((_, keysMadeOf) => this.lossNoticed(keysMadeOf));
+    this.history.onRedisDataLoss((_, keysMadeOf) => this.lossNoticed(keysMadeOf));
     this.schedule(0);
   }
 

@@ -1,4 +1,4 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { In, type DataSource, type QueryRunner } from 'typeorm';
 import { COUNTER_DATA_SOURCE, COUNTER_OPTIONS, DEADLOCK_ATTEMPTS, TRANSACTION_ATTEMPTS } from '../counter.constants.js';
 import { MESSAGES } from '../counter.messages.js';
@@ -43,6 +43,9 @@ export class CounterDatabase {
   /** The dialect for the server reached, once asked (see `CounterDialect.forServer`). */
   private serverDialect?: Promise<CounterDialect>;
   private readonly ledger: CounterLedger;
+  /** When this instance last pruned the ledger (0: not yet, so its first flush that goes well does). */
+  private lastPrunedAt = 0;
+  private readonly logger = new Logger('CounterFlush');
 
   constructor(
     @Inject(COUNTER_DATA_SOURCE) private readonly dataSource: DataSource,
@@ -61,7 +64,10 @@ export class CounterDatabase {
       // database refused are the caller's to fix, not an outage to retry.
       if (error instanceof CounterError) throw error;
       if (this.dialect.isDataError(error)) {
-        throw new InvalidCounterIdError(MESSAGES.idRefusedByDatabase(entity.name, error.message), { cause: error });
+        throw new InvalidCounterIdError(MESSAGES.idRefusedByDatabase(entity.name, error.message), {
+          cause: error,
+          entity: entity.name,
+        });
       }
       throw new CounterDatabaseUnavailableError(MESSAGES.databaseFailed('reading counters', error.message), {
         cause: error,
@@ -91,9 +97,17 @@ export class CounterDatabase {
     return this.bounded('reading the ledger', () => this.ledger.flushedShards(entity.key, batchIdPrefix));
   }
 
-  /** Deletes ledger rows older than the retention. */
-  pruneLedger(retentionMs: number): Promise<void> {
-    return this.bounded('pruning the ledger', () => this.ledger.prune(retentionMs));
+  /**
+   * Deletes ledger rows older than `ledgerRetentionMs`, if the last pruning is a tenth of it (at most an
+   * hour) ago: called after each flush that went well. A failure is logged; a later flush tries again.
+   */
+  async pruneLedgerWhenDue(): Promise<void> {
+    const { ledgerRetentionMs } = this.options;
+    if (Date.now() - this.lastPrunedAt < Math.min(ledgerRetentionMs / 10, 3_600_000)) return;
+    this.lastPrunedAt = Date.now();
+    await this.bounded('pruning the ledger', () => this.ledger.prune(ledgerRetentionMs)).catch((error: Error) =>
+      this.logger.warn(MESSAGES.ledgerPruneFailed(error.message)),
+    );
   }
 
   private async inTurn<T>(run: () => Promise<T>): Promise<T> {

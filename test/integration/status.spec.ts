@@ -15,7 +15,7 @@ const SHARDS = 4;
 /** Article, Remark and Badge: every shard of each is marked and watched. */
 const ALL_SHARDS = 3 * SHARDS;
 
-/** The backlog and flush record `CounterService.status()` reports, and the detection of Redis data loss. */
+/** The backlog and flush history `CounterService.status()` reports, and the detection of Redis data loss. */
 describe.each(DATABASES)('status and Redis data loss on %s', (databaseName) => {
   let server: RedisServer;
   let database: TestDatabase;

@@ -12,7 +12,10 @@ interface Shard {
  * Steps over shards held in memory: a claim takes up to `claimsAtOnce` shards left, a write keeps its
  * batches, an acknowledgement (after `ackMs`) puts a shard with batches left back among those left.
  */
-function shardSteps(shards: Shard[], options: { ackMs?: number; stopAfterWrites?: number } = {}) {
+function shardSteps(
+  shards: Shard[],
+  options: { ackMs?: number; stopAfterWrites?: number; refuseGroups?: boolean } = {},
+) {
   const left = [...shards];
   const written: string[] = [];
   const acknowledged: string[] = [];
@@ -21,8 +24,10 @@ function shardSteps(shards: Shard[], options: { ackMs?: number; stopAfterWrites?
     claim: async (_rows, claimsAtOnce) => left.splice(0, claimsAtOnce),
     write: async (batches) => {
       await sleep(1);
+      // A group the ledger refuses (one of it was written elsewhere) writes nothing: each goes again alone.
+      if (options.refuseGroups && batches.length > 1) return { written: [], writeAlone: batches };
       written.push(...batches.map((shard) => `${shard.name}#${shard.batches}`));
-      return batches;
+      return { written: batches, writeAlone: [] };
     },
     acknowledge: async (batches) => {
       acknowledging++;
@@ -73,6 +78,16 @@ describe('the flush pipeline', () => {
     await new FlushPipeline(1_000, 1).run(run.steps);
     expect(run.written).toEqual(['only#3', 'only#2', 'only#1']);
     expect(run.acknowledged).toEqual(['only#3', 'only#2', 'only#1']);
+  });
+
+  it('writes the batches of a group the ledger refused each on its own, and acknowledges each once', async () => {
+    const shards = Array.from({ length: 8 }, (_, i) => ({ name: `s${i}`, batches: 2 }));
+    const expected = shards.flatMap(({ name }) => [`${name}#2`, `${name}#1`]);
+    const run = shardSteps(shards, { ackMs: 2, refuseGroups: true });
+    await new FlushPipeline(1_000, 1).run(run.steps);
+    expect(run.acknowledging).toBe(0);
+    expect([...run.written].sort()).toEqual([...expected].sort());
+    expect([...run.acknowledged].sort()).toEqual([...expected].sort());
   });
 
   it('claims nothing more once the flush stopped, and still acknowledges what it wrote', async () => {

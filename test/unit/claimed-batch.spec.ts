@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { CountedEntity, CounterField } from '../../lib/model/counted-entity.js';
-import { toDeltaBatch } from '../../lib/flush/delta-batch.js';
+import { toDeltaBatch } from '../../lib/flush/claimed-batch.js';
 import { CounterKeys } from '../../lib/redis/counter.keys.js';
 
 const keys = new CounterKeys('ctr', 8);

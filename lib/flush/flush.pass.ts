@@ -3,27 +3,38 @@ import type { CountedEntity } from '../model/counted-entity.js';
 import { CounterDatabaseUnavailableError } from '../exceptions/counter-database-unavailable.error.js';
 import { CounterStoreUnavailableError } from '../exceptions/counter-store-unavailable.error.js';
 import type { FlushReport } from '../interfaces/flush-report.interface.js';
-import type { ShardKeys } from '../redis/counter.keys.js';
+import type { CounterKeys, ShardKeys } from '../redis/counter.keys.js';
+import { ShardLease } from './shard.lease.js';
 
-/** A shard a flush works on. */
-export interface ShardWork {
+/** A shard one flush may work on. */
+export interface FlushShard {
   entity: CountedEntity;
-  shard: number;
+  /** The shard's number among its entity's. */
+  index: number;
   keys: ShardKeys;
-  /** Whether this flush holds the shard's lease (it keeps it between the shard's batches). */
-  holding: boolean;
+  /** The flush's hold on the shard's lease: it keeps it between the shard's batches. */
+  lease: ShardLease;
   /** Rows its next claim is expected to give. */
   expectedRows: number;
-  /** Whether the lease this flush took ran out under it (see LeaseKeeper): nothing more of it is done. */
-  leaseLost: boolean;
-  /** Claims that took the shard's lease: tells a renewal's reply about an older lease from the current one. */
-  leases: number;
 }
 
-/** A shard whose lease a renewal is asked to extend, with the lease it was. */
-export interface HeldShard {
-  work: ShardWork;
-  lease: number;
+/** Every shard of `entities`, none of their leases held yet. */
+export function flushShardsOf(entities: CountedEntity[], keys: CounterKeys): FlushShard[] {
+  return entities.flatMap((entity) =>
+    keys.shardsOf(entity.key).map((shardKeys, index) => ({
+      entity,
+      index,
+      keys: shardKeys,
+      lease: new ShardLease(),
+      expectedRows: 0,
+    })),
+  );
+}
+
+/** A lease a renewal is asked to extend, with the hold it was (see `ShardLease.lose`). */
+export interface HeldLease {
+  shard: FlushShard;
+  hold: number;
 }
 
 /**
@@ -32,8 +43,11 @@ export interface HeldShard {
  */
 const MAX_FAILED_SHARDS = 3;
 
-/** What one flush shares between its workers: its lease token, the shards left, and its report. */
-export class FlushRun {
+/**
+ * One flush, as its workers share it: its lease token, the shards left to claim, what it found lost, and
+ * the report it builds (FlushReport, what `flush()` returns).
+ */
+export class FlushPass {
   /** The flush's own lease token. */
   readonly token = randomUUID();
   readonly report: FlushReport = {
@@ -50,9 +64,9 @@ export class FlushRun {
    * Shards left to claim, taken from the end; a shard with rows left after a batch goes back in at the
    * front, so every other shard gets its turn first.
    */
-  shardsLeft: ShardWork[] = [];
-  /** Every shard this flush may work on. */
-  private shards: ShardWork[] = [];
+  shardsLeft: FlushShard[] = [];
+  /** The shards with work. */
+  private shards: FlushShard[] = [];
   /** Shards the backlog showed something waiting in. */
   shardsWithWork = 0;
   /** Shards whose data Redis lost, and their entities. */
@@ -60,7 +74,7 @@ export class FlushRun {
   readonly lostEntities = new Set<CountedEntity>();
   /** The entities of lost shards whose generation key this flush made again (it saw the loss happen). */
   readonly keysMadeOf = new Set<CountedEntity>();
-  /** Per entity, the shards the ledger shows flushed, read before this flush wrote any (see the flusher). */
+  /** Per entity, the shards the ledger shows flushed, read before this flush wrote any (see ShardsLostWhileDown). */
   readonly flushedShards = new Map<CountedEntity, Promise<Set<number>>>();
   private readonly started = performance.now();
 
@@ -71,48 +85,38 @@ export class FlushRun {
   }
 
   /** The shards with work, in a random order: each instance its own, so that instances spread over shards. */
-  setShards(shards: ShardWork[]): void {
+  setShards(shards: FlushShard[]): void {
     this.shards = [...shards];
     this.shardsLeft = randomOrderByEntity(shards);
     this.shardsWithWork = shards.length;
   }
 
-  /** A claim took the shard's lease. */
-  leaseTaken(work: ShardWork): void {
-    work.holding = true;
-    work.leaseLost = false;
-    work.leases++;
+  /** The leases this flush holds. */
+  heldLeases(): HeldLease[] {
+    return this.shards.filter(({ lease }) => lease.held).map((shard) => ({ shard, hold: shard.lease.hold }));
   }
 
-  /** The shards whose lease this flush holds. */
-  heldShards(): HeldShard[] {
-    return this.shards.filter((work) => work.holding).map((work) => ({ work, lease: work.leases }));
-  }
-
-  /** A renewal found the lease gone: unless the flush has let it go or taken it again since, it is lost. */
-  leaseLost({ work, lease }: HeldShard): void {
-    if (!work.holding || work.leases !== lease) return;
-    work.holding = false;
-    work.leaseLost = true;
-    this.report.lostLeases++;
+  /** A renewal found a lease gone: counted when it is lost by that (see `ShardLease.lose`). */
+  renewalRefused({ shard, hold }: HeldLease): void {
+    if (shard.lease.lose(hold)) this.report.lostLeases++;
   }
 
   /** Takes shards left until they are expected to give `rows` rows, at most `most` of them. */
-  take(rows: number, most: number): ShardWork[] {
-    const taken: ShardWork[] = [];
+  take(rows: number, most: number): FlushShard[] {
+    const taken: FlushShard[] = [];
     for (let expected = 0; expected < rows && taken.length < most;) {
-      const work = this.shardsLeft.pop();
-      if (!work) break;
-      taken.push(work);
-      expected += work.expectedRows;
+      const shard = this.shardsLeft.pop();
+      if (!shard) break;
+      taken.push(shard);
+      expected += shard.expectedRows;
     }
     return taken;
   }
 
   /** A shard with rows left after a batch goes back, behind the others. */
-  requeue(work: ShardWork, expectedRows: number): void {
-    work.expectedRows = expectedRows;
-    this.shardsLeft.unshift(work);
+  requeue(shard: FlushShard, expectedRows: number): void {
+    shard.expectedRows = expectedRows;
+    this.shardsLeft.unshift(shard);
   }
 
   /** A batch of `rows` rows was written, `missing` of them deleted from the database meanwhile. */
@@ -147,8 +151,8 @@ export class FlushRun {
  * The shards in a random order, but each entity's together, so that a transaction mostly holds batches
  * of one table: its rows then go into the database in fewer, larger statements.
  */
-function randomOrderByEntity(shards: ShardWork[]): ShardWork[] {
-  const entityKeys = shuffle([...new Set(shards.map((work) => work.entity.key))]);
+function randomOrderByEntity(shards: FlushShard[]): FlushShard[] {
+  const entityKeys = shuffle([...new Set(shards.map((shard) => shard.entity.key))]);
   const rank = new Map(entityKeys.map((key, at) => [key, at]));
   // A stable sort: each entity's shards keep their random order.
   return shuffle(shards).sort((a, b) => rank.get(a.entity.key)! - rank.get(b.entity.key)!);

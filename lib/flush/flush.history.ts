@@ -3,13 +3,17 @@ import { MESSAGES } from '../counter.messages.js';
 import type { CountedEntity } from '../model/counted-entity.js';
 import { failureReasonOf, type CounterFailureReason } from '../exceptions/counter-failure-reason.js';
 import type { RedisDataLossReport } from '../interfaces/counter-status.interface.js';
+import type { FlushReport } from '../interfaces/flush-report.interface.js';
 
-/** Told of a loss of Redis data: see `FlushRecord.redisDataLost`. */
+/** Told of a loss of Redis data: see `FlushHistory.redisDataLost`. */
 export type RedisDataLossListener = (entities: CountedEntity[], keysMadeOf: CountedEntity[]) => void;
 
-/** This instance's record of its flushes and of the Redis data losses it detected, for `status()`. */
+/**
+ * How this instance's flushes went (the last success, the last failure, the failures in a row) and the
+ * last loss of Redis data it detected: what `status()` reports and the scheduler's backoff reads.
+ */
 @Injectable()
-export class FlushRecord {
+export class FlushHistory {
   private readonly logger = new Logger('CounterFlush');
   lastSuccessfulFlushAt: Date | null = null;
   lastFailedFlushAt: Date | null = null;
@@ -18,7 +22,16 @@ export class FlushRecord {
   consecutiveFailedFlushes = 0;
   lastRedisDataLoss: RedisDataLossReport | null = null;
 
-  flushSucceeded(): void {
+  /**
+   * A flush ended with `report`. One that found every shard with work (`shardsWithWork`) in another
+   * flusher's hands did nothing this instance can vouch for (that flusher may be failing): it is no success.
+   */
+  flushEnded(report: FlushReport, shardsWithWork: number): void {
+    if (report.error) this.flushFailed(report.error);
+    else if (report.busyShards === 0 || report.busyShards < shardsWithWork) this.flushSucceeded();
+  }
+
+  private flushSucceeded(): void {
     this.lastSuccessfulFlushAt = new Date();
     this.consecutiveFailedFlushes = 0;
   }
