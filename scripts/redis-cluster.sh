@@ -8,7 +8,9 @@
 #
 # REDIS_CLUSTER_DIR overrides the folder (default: $TMPDIR/nestjs-counter-cluster), REDIS_CLUSTER_PORTS
 # the six ports (default: "7000 7001 7002 7003 7004 7005"; test/integration/cluster-script.spec.ts runs a
-# cluster of its own this way, beside the tests' one).
+# cluster of its own this way, beside the tests' one). COUNTER_REDIS_SERVER names the server binary
+# (default redis-server; valkey-server runs the cluster on Valkey), COUNTER_REDIS_CLI its client (default:
+# the server's name with -cli for -server).
 #
 # support/local-cluster.ts runs this script too (for `npm test`, chaos and bench), so the cluster is made
 # one way. It stays a shell script: CI runs it before `npm ci`, with nothing but redis-server and redis-cli.
@@ -19,18 +21,20 @@ if [ "${#PORTS[@]}" -ne 6 ]; then
   echo "redis-cluster: REDIS_CLUSTER_PORTS needs six ports (three masters, three replicas)" >&2
   exit 2
 fi
+SERVER=${COUNTER_REDIS_SERVER:-redis-server}
+CLI=${COUNTER_REDIS_CLI:-${SERVER%-server}-cli}
 HOST=127.0.0.1
 DIR=${REDIS_CLUSTER_DIR:-${TMPDIR:-/tmp}/nestjs-counter-cluster}
 # Short enough that a killed master fails over within a chaos scenario, long enough not to flap on a
 # busy 2-core machine.
 NODE_TIMEOUT_MS=${REDIS_CLUSTER_NODE_TIMEOUT_MS:-3000}
 
-node_up() { redis-cli -h "$HOST" -p "$1" ping 2>/dev/null | grep -q PONG; }
-cluster_ok() { redis-cli -h "$HOST" -p "${PORTS[0]}" cluster info 2>/dev/null | grep -q 'cluster_state:ok'; }
+node_up() { "$CLI" -h "$HOST" -p "$1" ping 2>/dev/null | grep -q PONG; }
+cluster_ok() { "$CLI" -h "$HOST" -p "${PORTS[0]}" cluster info 2>/dev/null | grep -q 'cluster_state:ok'; }
 # Every node must agree, or a client that asks a slow node for the slot map can still be refused.
 all_nodes_ok() {
   for port in "${PORTS[@]}"; do
-    redis-cli -h "$HOST" -p "$port" cluster info 2>/dev/null | grep -q 'cluster_state:ok' || return 1
+    "$CLI" -h "$HOST" -p "$port" cluster info 2>/dev/null | grep -q 'cluster_state:ok' || return 1
   done
 }
 
@@ -38,8 +42,8 @@ all_nodes_ok() {
 # their first sync (several seconds more). Clients learn the replicas from CLUSTER SLOTS, and a claim
 # waits for the replicas it knows of, so the cluster is ready when all six nodes are listed there.
 replicas_attached() {
-  [ "$(redis-cli -h "$HOST" -p "${PORTS[0]}" cluster nodes 2>/dev/null | grep -c ' slave ')" -eq 3 ] &&
-    [ "$(redis-cli -h "$HOST" -p "${PORTS[0]}" cluster slots 2>/dev/null | grep -cxE "$(IFS='|'; echo "${PORTS[*]}")")" -eq 6 ]
+  [ "$("$CLI" -h "$HOST" -p "${PORTS[0]}" cluster nodes 2>/dev/null | grep -c ' slave ')" -eq 3 ] &&
+    [ "$("$CLI" -h "$HOST" -p "${PORTS[0]}" cluster slots 2>/dev/null | grep -cxE "$(IFS='|'; echo "${PORTS[*]}")")" -eq 6 ]
 }
 
 wait_until() { # seconds, description, command...
@@ -83,7 +87,7 @@ start() {
     # refuses it as "not empty".
     rm -rf "${DIR:?}/$port"
     mkdir -p "$DIR/$port"
-    redis-server --port "$port" --bind "$HOST" --daemonize yes \
+    "$SERVER" --port "$port" --bind "$HOST" --daemonize yes \
       --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout "$NODE_TIMEOUT_MS" \
       --dir "$DIR/$port" --logfile "$DIR/$port/redis.log" --pidfile "$DIR/$port/redis.pid" \
       --save "" --appendonly no
@@ -92,7 +96,7 @@ start() {
   if ! cluster_ok; then
     local nodes=()
     for port in "${PORTS[@]}"; do nodes+=("$HOST:$port"); done
-    if ! redis-cli --cluster create "${nodes[@]}" --cluster-replicas 1 --cluster-yes >"$DIR/create.log" 2>&1; then
+    if ! "$CLI" --cluster create "${nodes[@]}" --cluster-replicas 1 --cluster-yes >"$DIR/create.log" 2>&1; then
       echo "redis-cluster: creating the cluster failed:" >&2
       cat "$DIR/create.log" >&2
       return 1
@@ -105,15 +109,15 @@ start() {
 
 stop() {
   for port in "${PORTS[@]}"; do
-    redis-cli -h "$HOST" -p "$port" shutdown nosave >/dev/null 2>&1 || true
+    "$CLI" -h "$HOST" -p "$port" shutdown nosave >/dev/null 2>&1 || true
   done
   rm -rf "$DIR"
   echo "redis-cluster: stopped"
 }
 
 status() {
-  redis-cli -h "$HOST" -p "${PORTS[0]}" cluster info | grep cluster_state
-  redis-cli -h "$HOST" -p "${PORTS[0]}" cluster nodes
+  "$CLI" -h "$HOST" -p "${PORTS[0]}" cluster info | grep cluster_state
+  "$CLI" -h "$HOST" -p "${PORTS[0]}" cluster nodes
 }
 
 case "${1:-}" in

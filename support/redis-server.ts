@@ -12,15 +12,22 @@ const ATTEMPTS = 3;
 const NOT_FOUND_EXIT_CODE = 127;
 
 /**
- * Runs redis-server with the arguments after the directory, and stops it (and removes the directory)
- * when its standard input, a pipe from the process that started it, reaches end of file: that
- * process's exit closes the pipe whatever the exit, a SIGKILL included.
+ * The server binary every test, chaos scenario and bench starts: `redis-server` unless
+ * COUNTER_REDIS_SERVER names another one (`valkey-server`), so one suite runs on either server.
+ */
+export const SERVER_BINARY = process.env.COUNTER_REDIS_SERVER ?? 'redis-server';
+
+/**
+ * Runs the server binary (the first argument) with the arguments after the directory (the second), and
+ * stops it (and removes the directory) when its standard input, a pipe from the process that started
+ * it, reaches end of file: that process's exit closes the pipe whatever the exit, a SIGKILL included.
  */
 const WATCHDOG = `
-directory=$1
-shift
-command -v redis-server >/dev/null || exit ${NOT_FOUND_EXIT_CODE}
-redis-server "$@" </dev/null &
+binary=$1
+directory=$2
+shift 2
+command -v "$binary" >/dev/null || exit ${NOT_FOUND_EXIT_CODE}
+"$binary" "$@" </dev/null &
 redis=$!
 # A background job reads /dev/null unless told otherwise: it gets the pipe as descriptor 3.
 exec 3<&0
@@ -34,6 +41,8 @@ export interface RedisServerOptions {
   port?: number;
   /** More redis-server arguments; of an argument given twice (`--dir`, say), the last wins. */
   args?: string[];
+  /** The server binary: SERVER_BINARY unless given (a test that needs one server's feature names it). */
+  binary?: string;
   /** Prefix of the server's temporary directory's name. */
   directoryPrefix?: string;
   /**
@@ -64,6 +73,8 @@ export class RedisServer {
     /** The temporary directory this object made and removes on `stop()`, if any. */
     readonly directory: string | undefined,
     private readonly tied: boolean,
+    /** The binary it runs: `redis-server`, `valkey-server` or a path. */
+    readonly binary: string = SERVER_BINARY,
   ) {}
 
   get url(): string {
@@ -81,7 +92,13 @@ export class RedisServer {
       const port = options.port ?? (await freePort());
       const directory = mkdtempSync(join(tmpdir(), options.directoryPrefix ?? 'nestjs-counter-redis-'));
       const args = ['--port', String(port), '--bind', HOST, '--save', '', '--appendonly', 'no', '--dir', directory];
-      const server = new RedisServer(port, [...args, ...(options.args ?? [])], directory, !!options.tiedToThisProcess);
+      const server = new RedisServer(
+        port,
+        [...args, ...(options.args ?? [])],
+        directory,
+        !!options.tiedToThisProcess,
+        options.binary,
+      );
       try {
         await server.launch();
         return server;
@@ -156,11 +173,11 @@ export class RedisServer {
   private async launch(): Promise<void> {
     const child = this.tied
       ? // Its own process group: a Ctrl-C in the terminal reaches only this process.
-        spawn('/bin/sh', ['-c', WATCHDOG, 'sh', this.directory ?? '', ...this.args], {
+        spawn('/bin/sh', ['-c', WATCHDOG, 'sh', this.binary, this.directory ?? '', ...this.args], {
           detached: true,
           stdio: ['pipe', 'pipe', 'pipe'],
         })
-      : spawn('redis-server', this.args, { stdio: ['ignore', 'pipe', 'pipe'] });
+      : spawn(this.binary, this.args, { stdio: ['ignore', 'pipe', 'pipe'] });
     this.process = child;
     // redis-server logs to its standard output: the last line says why it stopped, if it did.
     let output = '';
@@ -169,10 +186,10 @@ export class RedisServer {
     child.stderr?.on('data', keep);
     let exited: Error | undefined;
     child.once('error', (error: NodeJS.ErrnoException) => {
-      exited = error.code === 'ENOENT' ? new RedisServerNotFoundError('redis-server is not on the PATH.') : error;
+      exited = error.code === 'ENOENT' ? new RedisServerNotFoundError(`${this.binary} is not on the PATH.`) : error;
     });
     child.once('exit', (code, signal) => {
-      if (code === NOT_FOUND_EXIT_CODE) exited = new RedisServerNotFoundError('redis-server is not on the PATH.');
+      if (code === NOT_FOUND_EXIT_CODE) exited = new RedisServerNotFoundError(`${this.binary} is not on the PATH.`);
       // A daemonizing server's first process exits at once, and fine: the server answers all the same.
       else if (code !== 0 || this.tied)
         exited = new Error(`redis-server exited (${signal ?? `code ${code}`}): ${lastLine(output)}`);
