@@ -4,18 +4,11 @@ import { CounterError } from './counter.error.js';
 /** The change would take the counter outside its `@Counted()` bounds or the safe integer range; nothing was changed. */
 export class CounterOutOfRangeError extends CounterError {
   /** The entity's class name. */
-  readonly entity?: string;
+  declare readonly entity?: string;
   /** The row's id as text: 17 and '17' name one row, a UUID is lowercased. */
-  readonly id?: string;
+  declare readonly id?: string;
   /** The counter's name. */
-  readonly counter?: string;
-
-  constructor(message: string, options?: ErrorOptions & { entity?: string; id?: string; counter?: string }) {
-    super(message, options);
-    if (options?.entity !== undefined) this.entity = options.entity;
-    if (options?.id !== undefined) this.id = options.id;
-    if (options?.counter !== undefined) this.counter = options.counter;
-  }
+  declare readonly counter?: string;
 
   /** Changing the counter, now `current`, by `delta` would leave its bounds. */
   static ofChange(

@@ -4,15 +4,9 @@ import { CounterError } from './counter.error.js';
 /** A row could not be loaded into Redis because flushes kept changing it; retrying the call is safe. */
 export class CounterSeedContentionError extends CounterError {
   /** The entity's class name. */
-  readonly entity?: string;
+  declare readonly entity?: string;
   /** The row's id as text: 17 and '17' name one row, a UUID is lowercased. */
-  readonly id?: string;
-
-  constructor(message: string, options?: ErrorOptions & { entity?: string; id?: string }) {
-    super(message, options);
-    if (options?.entity !== undefined) this.entity = options.entity;
-    if (options?.id !== undefined) this.id = options.id;
-  }
+  declare readonly id?: string;
 
   /** The row `id` of `entity` could not be loaded. */
   static of(entity: string, id: string): CounterSeedContentionError {

@@ -7,15 +7,9 @@ import { CounterError } from './counter.error.js';
  */
 export class InvalidCounterIdError extends CounterError {
   /** The entity's class name. */
-  readonly entity?: string;
+  declare readonly entity?: string;
   /** The id refused, as it was given. */
-  readonly id?: unknown;
-
-  constructor(message: string, options?: ErrorOptions & { entity?: string; id?: unknown }) {
-    super(message, options);
-    if (options?.entity !== undefined) this.entity = options.entity;
-    if (options?.id !== undefined) this.id = options.id;
-  }
+  declare readonly id?: unknown;
 
   /** `id` is not of the primary key's type: `expected` names it ('integers', 'UUIDs', 'non-empty strings'). */
   static notOfType(entity: string, id: unknown, expected: string): InvalidCounterIdError {

@@ -4,12 +4,7 @@ import { CounterError } from './counter.error.js';
 /** The class passed is not a counted entity of the module's data source. */
 export class UnknownCountedEntityError extends CounterError {
   /** The name of the class passed (or the text of whatever was passed instead). */
-  readonly entity?: string;
-
-  constructor(message: string, options?: ErrorOptions & { entity?: string }) {
-    super(message, options);
-    if (options?.entity !== undefined) this.entity = options.entity;
-  }
+  declare readonly entity?: string;
 
   /** `target` is not a counted entity. */
   static of(target: unknown): UnknownCountedEntityError {
