@@ -3,9 +3,11 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Cluster, Redis } from 'ioredis';
 import { RESP2 } from './redis.js';
+import { SERVER_BINARY } from './redis-server.js';
 
 /**
- * The local Redis Cluster the suites share: three masters and three replicas on 127.0.0.1:7000-7005.
+ * The local Redis Cluster the suites share: three masters and three replicas on 127.0.0.1:7000-7005
+ * (redis-server's, or COUNTER_REDIS_SERVER's: scripts/on-valkey.sh runs a Valkey one on 7100-7105).
  * scripts/redis-cluster.sh makes it, for this module as for CI and contributors: CI starts it before
  * `npm ci` (nothing of node_modules there yet), and its nodes must outlive the command that starts them,
  * so the script stays a shell script that needs only redis-server and redis-cli. This module starts it
@@ -128,7 +130,7 @@ export async function startLocalCluster(optOut = ''): Promise<void> {
     if (!ok || !(await allHealthy())) {
       throw new Error(
         `The Redis Cluster on ${WHERE} is not running (or not healthy) and "${SCRIPT_NAME} start" ` +
-          `could not start it (it needs redis-server and redis-cli on the PATH).${optOut}\n${output}`,
+          `could not start it (it needs ${SERVER_BINARY} and its -cli on the PATH).${optOut}\n${output}`,
       );
     }
     // Nodes that were already up belong to someone else: leave them running afterwards.

@@ -1,10 +1,12 @@
 // `npm run chaos:report` (run compiled, from chaos/dist/chaos/report/): writes the figures of the last chaos run (chaos/results/latest.json) into the
-// table of docs/RELIABILITY.md, between its `chaos-results` markers. Run it after `npm run test:chaos`.
-import { readFileSync, writeFileSync } from 'node:fs';
+// table of docs/RELIABILITY.md, between its `chaos-results` markers, with those of the last run on each other
+// server (latest-valkey-server.json, …). Run it after `npm run test:chaos`.
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ScenarioResult } from '../harness/chaos-results.js';
 
-const RESULTS = fileURLToPath(new URL('../../../../chaos/results/latest.json', import.meta.url));
+const RESULTS = fileURLToPath(new URL('../../../../chaos/results/', import.meta.url));
 const REPORT = fileURLToPath(new URL('../../../../docs/RELIABILITY.md', import.meta.url));
 const BEGIN = '<!-- chaos-results:begin -->';
 const END = '<!-- chaos-results:end -->';
@@ -21,13 +23,14 @@ function detailsOf(result: ScenarioResult): string {
 
 export function renderTable(results: ScenarioResult[]): string {
   const lines = [
-    '| scenario (what was injected) | db | acknowledged | in database | lost | duplicated | uncertain | backwards | time | details |',
-    '|---|---|---:|---:|---:|---:|---:|---:|---:|---|',
+    '| scenario (what was injected) | server | db | acknowledged | in database | lost | duplicated | uncertain | backwards | time | details |',
+    '|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|',
   ];
+  // By scenario number; on each server in turn within one (the sort is stable).
   const ordered = [...results].sort((a, b) => Number.parseInt(a.scenario, 10) - Number.parseInt(b.scenario, 10));
   for (const result of ordered) {
     lines.push(
-      `| ${result.scenario} | ${result.database} | ${result.acknowledged} | ${result.inDatabase} | ${result.lost} | ` +
+      `| ${result.scenario} | ${result.server ?? '—'} | ${result.database} | ${result.acknowledged} | ${result.inDatabase} | ${result.lost} | ` +
         `${result.duplicated} | ${result.uncertain} | ${result.backwards} | ${(result.durationMs / 1000).toFixed(1)} s | ` +
         `${detailsOf(result).replaceAll('|', '\\|')} |`,
     );
@@ -41,7 +44,11 @@ export function renderTable(results: ScenarioResult[]): string {
 }
 
 function main(): void {
-  const results = JSON.parse(readFileSync(RESULTS, 'utf8')) as ScenarioResult[];
+  // The run on Redis first, then the others by name.
+  const files = readdirSync(RESULTS)
+    .filter((name) => /^latest(-.+)?\.json$/.test(name))
+    .sort((a, b) => Number(b === 'latest.json') - Number(a === 'latest.json') || a.localeCompare(b));
+  const results = files.flatMap((name) => JSON.parse(readFileSync(join(RESULTS, name), 'utf8')) as ScenarioResult[]);
   if (results.length === 0) throw new Error(`${RESULTS} holds no results: run npm run test:chaos first`);
   const report = readFileSync(REPORT, 'utf8');
   const begin = report.indexOf(BEGIN);
