@@ -14,7 +14,7 @@ const FILES: DumpFixtureFile[] = readdirSync(DIRECTORY)
   .map((name) => JSON.parse(readFileSync(new URL(name, DIRECTORY), 'utf8')) as DumpFixtureFile);
 
 /** RDB versions whose hashes the parser reads: Redis 7.0, 7.2, 7.4-8.4, 8.6, and Valkey 9. */
-const READ_VERSIONS = [10, 11, 12];
+const READ_VERSIONS = [10, 11, 12, 13, 80];
 const COUNTERS = ['like_count', 'view_count', 'ünïcode_count'];
 const RDB_ENC_LZF = 0xc3;
 
