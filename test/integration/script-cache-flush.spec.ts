@@ -4,9 +4,9 @@ import { Article } from '../fixtures/entities.js';
 import { startCounterApp, type CounterApp } from '../support/counter-app.js';
 import { TOPOLOGIES, type Topology } from '../support/topologies.js';
 import { createTestDatabase, type TestDatabase } from '../../support/databases.js';
-import { CLUSTER_NODES, localClusterClient } from '../../support/local-cluster.js';
+import { RedisCluster } from '../../support/redis-cluster.js';
 import { RedisServer } from '../../support/redis-server.js';
-import { deleteKeys, RESP2, uniquePrefix } from '../../support/redis.js';
+import { RESP2, uniquePrefix } from '../../support/redis.js';
 import { articleCounts, insertArticles } from '../../support/rows.js';
 import { seededRandom, testSeed } from '../../support/seeded-random.js';
 
@@ -24,32 +24,37 @@ const SCRIPT_FLUSH_EVERY_MS = 2;
 // (ioredis sends it again once, by SHA where another call has just loaded the script on the connection).
 describe.each(TOPOLOGIES)('calls while Redis keeps flushing its scripts, %s', (topology: Topology) => {
   const keyPrefix = uniquePrefix('script-flush');
+  // Servers of the spec's own: emptying the shared ones' script caches would change what the specs
+  // running beside this one see (their round trips, their commands).
   let server: RedisServer | undefined;
+  let cluster: RedisCluster | undefined;
   let nodes: Redis[] = [];
   let database: TestDatabase;
   let app: CounterApp;
 
   beforeAll(async () => {
     database = await createTestDatabase('sqlite');
-    // A private server: flushing the shared one's scripts would slow the specs running beside this one.
     if (topology === 'standalone') server = await RedisServer.start();
-    const ports = server ? [server.port] : CLUSTER_NODES.map((node) => node.port);
+    else {
+      cluster = await RedisCluster.start();
+      // Its replica listed (after its first sync), so that claims wait for it from the start.
+      for (const deadline = Date.now() + 20_000; !(await cluster.replicaListed()) && Date.now() < deadline;)
+        await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    const ports = server ? [server.port] : [cluster!.master.port, cluster!.replica.port];
     nodes = ports.map((port) => new Redis({ host: '127.0.0.1', port, ...RESP2 }));
     app = await startCounterApp({
       database: database.options,
       keyPrefix,
-      counter: { redis: server ? server.url : { clusterNodes: CLUSTER_NODES }, shards: 16, flushOnShutdown: false },
+      counter: { redis: server ? server.url : { clusterNodes: cluster!.nodes }, shards: 16, flushOnShutdown: false },
     });
-  });
+  }, 60_000);
 
   afterAll(async () => {
     await app?.close();
     for (const node of nodes) node.disconnect();
-    if (topology === 'cluster') {
-      const cluster = localClusterClient();
-      await deleteKeys(cluster, keyPrefix).finally(() => cluster.disconnect());
-    }
     await server?.stop();
+    await cluster?.stop();
     await database?.drop();
   });
 
