@@ -71,6 +71,16 @@ export type ReplyCallback = (error: Error | null | undefined, reply?: unknown) =
 /** The client or a pipeline, each command called by name (`defineCommand` made the scripts' commands). */
 export type CommandTarget = { [name in CommandName]: (...args: Array<Arg | ReplyCallback>) => unknown };
 
+/**
+ * The body of the script a command runs, and whether its reply's strings come as Buffers; undefined
+ * for a command that is not a script.
+ */
+export function scriptBody(command: CommandName): { lua: string; buffers: boolean } | undefined {
+  const name = command === 'nestjsCounterClaimBuffer' ? 'nestjsCounterClaim' : command;
+  if (!(name in COUNTER_SCRIPTS)) return undefined;
+  return { lua: COUNTER_SCRIPTS[name as ScriptName], buffers: name !== command };
+}
+
 /** Registers the scripts as the client's commands (once: a client the application shares may have them already). */
 export function defineScripts(client: RedisClient): void {
   for (const [name, lua] of Object.entries(COUNTER_SCRIPTS)) {

@@ -3,7 +3,14 @@ import { CounterStoreUnavailableError } from '../exceptions/counter-store-unavai
 import { MESSAGES } from '../counter.messages.js';
 import { groupBy } from '../collections.js';
 import { isCluster, type RedisClient } from './counter-redis.handle.js';
-import { defineScripts, type Arg, type CommandName, type CommandTarget, type ScriptName } from './script-commands.js';
+import {
+  defineScripts,
+  scriptBody,
+  type Arg,
+  type CommandName,
+  type CommandTarget,
+  type ScriptName,
+} from './script-commands.js';
 import { TurnBatcher, type Queued } from './turn.batcher.js';
 
 /**
@@ -29,6 +36,12 @@ const OUT_OF_MEMORY = /^OOM\b/;
  * just broke), or a cluster knows no node for it yet. Nothing reached Redis.
  */
 const REFUSED_UNSENT = /^(Stream isn't writeable|Cluster isn't ready) and enableOfflineQueue options is false/;
+
+/**
+ * Redis's answer to a script called by SHA that it no longer holds (SCRIPT FLUSH, a restart, a failover,
+ * an eviction): the script did not run.
+ */
+const NO_SCRIPT = /^NOSCRIPT\b/;
 
 /** A command and how to read its reply: what the runner sends. */
 export interface RedisCall<T> {
@@ -191,7 +204,8 @@ export class ScriptRunner {
 
   /**
    * Settles a call once, from the first error or reply it is given: a failure as `toStoreError` gives
-   * it; a reply as the call reads it, once the replicas have it where the call asks for them.
+   * it; a reply as the call reads it, once the replicas have it where the call asks for them. A NOSCRIPT
+   * is no answer: the call is sent again with its body.
    */
   private settler({
     request: call,
@@ -199,9 +213,7 @@ export class ScriptRunner {
     reject,
   }: QueuedCall): (error: Error | null | undefined, reply?: unknown) => void {
     let settled = false;
-    return (error, reply) => {
-      if (settled) return;
-      settled = true;
+    const settle = (error: Error | null | undefined, reply?: unknown): void => {
       if (error) return reject(toStoreError(error));
       let result: unknown;
       try {
@@ -215,6 +227,28 @@ export class ScriptRunner {
         (waitError: unknown) => reject(toStoreError(waitError)),
       );
     };
+    return (error, reply) => {
+      if (settled) return;
+      settled = true;
+      if (error && NO_SCRIPT.test(error.message)) {
+        this.sendWhole(call).then(
+          (wholeReply) => settle(null, wholeReply),
+          (wholeError: Error) => settle(wholeError),
+        );
+      } else settle(error, reply);
+    };
+  }
+
+  /**
+   * A script call sent with the script's body (EVAL), for a server that answered NOSCRIPT, which ran
+   * nothing: it runs once. ioredis sends such a call again itself, but by SHA where another call has just
+   * sent the body on the connection, and a second emptying of the cache can meet that call too.
+   */
+  private sendWhole(call: RedisCall<unknown>): Promise<unknown> {
+    const script = scriptBody(call.command);
+    if (!script) return Promise.reject(new Error(`${call.command} is not a script`));
+    const client = this.client as unknown as Record<'eval' | 'evalBuffer', (...args: Arg[]) => Promise<unknown>>;
+    return client[script.buffers ? 'evalBuffer' : 'eval'](script.lua, ...call.args);
   }
 
   /**

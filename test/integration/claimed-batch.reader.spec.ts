@@ -164,7 +164,7 @@ describe('reading a hash from its DUMP payload', () => {
         'a DUMP payload longer than its hash',
       ],
       [patched(hash, -10, 9), 'a DUMP payload of RDB version 9'],
-      [patched(hash, -10, 13), 'a DUMP payload of RDB version 13'],
+      [patched(hash, -10, 14), 'a DUMP payload of RDB version 14'],
       [patched(hash, 0, 21), 'a DUMP payload of type 21'],
     ];
     for (const [payload, reason] of refusals) {

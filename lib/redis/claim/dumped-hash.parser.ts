@@ -2,8 +2,8 @@
  * Reads the entries of a Redis hash from its `DUMP` payload: one value in Redis's RDB format (`rdb.c`),
  * its type, the value, then a footer of the RDB version (2 bytes) and a CRC64 (8 bytes).
  *
- * Only the two forms Redis 7 and 8 dump a hash in are read: a hash table (`RDB_TYPE_HASH`) and a listpack
- * (`RDB_TYPE_HASH_LISTPACK`, `listpack.c`). Any other type, RDB version, length, string encoding or
+ * Only the two forms Redis 7 and 8 and Valkey 7 to 9 dump a hash in are read: a hash table (`RDB_TYPE_HASH`)
+ * and a listpack (`RDB_TYPE_HASH_LISTPACK`, `listpack.c`). Any other type, RDB version, length, string encoding or
  * listpack entry throws `UnreadableDumpError`, and the caller reads the hash with `HGETALL` instead. The
  * CRC is not checked: the payload comes straight from the server, over the connection that asked for it.
  *
@@ -28,8 +28,12 @@ export type HashEntryVisitor = (field: DumpString, value: DumpString) => void;
 
 const RDB_TYPE_HASH = 4;
 const RDB_TYPE_HASH_LISTPACK = 16;
-/** Redis 7.0 (10), 7.2 (11), 7.4 and 8.x (12): versions whose hashes dump in the two forms read here. */
-const KNOWN_RDB_VERSIONS = new Set([10, 11, 12]);
+/**
+ * Versions whose hashes dump in the two forms read here, each shown by payloads of test/fixtures/dumps/:
+ * Redis 7.0 (10), Redis 7.2 and Valkey 7.2-8.x (11), Redis 7.4-8.4 (12), Redis 8.6 (13), Valkey 9 (80).
+ * A hash with field expirations or module metadata dumps in another form, refused by its type.
+ */
+const KNOWN_RDB_VERSIONS = new Set([10, 11, 12, 13, 80]);
 /** The RDB version (2 bytes) and a CRC64 (8 bytes). */
 const FOOTER_BYTES = 10;
 /** A listpack's size in bytes (4) and number of entries (2). */
