@@ -2,6 +2,7 @@ import { CounterReplicationLagError } from '../exceptions/counter-replication-la
 import { CounterStoreUnavailableError } from '../exceptions/counter-store-unavailable.error.js';
 import { MESSAGES } from '../counter.messages.js';
 import { groupBy } from '../collections.js';
+import { AOF_WAIT_MS, AofWaiter } from './aof.waiter.js';
 import { isCluster, type RedisClient } from './counter-redis.handle.js';
 import { defineScripts, type Arg, type CommandName, type CommandTarget, type ScriptName } from './script-commands.js';
 import { TurnBatcher, type Queued } from './turn.batcher.js';
@@ -40,10 +41,13 @@ export interface RedisCall<T> {
   /** The call's result, from its reply. */
   read(reply: unknown): T;
   /**
-   * Whether, on a cluster, the replicas of the slot's master must have the call's writes before its
-   * result is handed over (see `ScriptRunner.awaitReplicas`).
+   * Whether the call's writes must be safe from a failover and a crash before its result is handed over:
+   * on a cluster in the replicas of the slot's master (see `ScriptRunner.awaitReplicas`), and, where the
+   * servers have `WAITAOF`, in the AOFs of that master and its replicas that keep one (`AofWaiter`).
    */
   replicate?(result: T): boolean;
+  /** With `replicate`: a key of the call's slot that the wait for the AOF may write (`AofWaiter.persisted`). */
+  mark?: string;
 }
 
 /** A call of `script` on the keys of a `slot`: `keys` as its KEYS, `argv` as its ARGV. */
@@ -66,6 +70,8 @@ type QueuedCall = Queued<RedisCall<unknown>, unknown>;
  */
 export class ScriptRunner {
   readonly client: RedisClient;
+  /** Waits for the servers' AOFs, on connections of its own. */
+  readonly aof: AofWaiter;
   private readonly turn = new TurnBatcher<RedisCall<unknown>, unknown>(Number.POSITIVE_INFINITY, 0, (queued) =>
     this.transmit(queued),
   );
@@ -77,6 +83,12 @@ export class ScriptRunner {
   ) {
     defineScripts(client);
     this.client = client;
+    this.aof = new AofWaiter(client);
+  }
+
+  /** Closes the connections opened for the waits (not the client, which the module may not own). */
+  close(): void {
+    this.aof.close();
   }
 
   get sendable(): boolean {
@@ -151,7 +163,8 @@ export class ScriptRunner {
    * it), since a pipeline costs more to build than the call itself; others in one pipeline per node.
    */
   private async transmit(queued: QueuedCall[]): Promise<void> {
-    const sent = queued.map((entry) => ({ call: entry.request, settle: this.settler(entry) }));
+    const sentAt = performance.now();
+    const sent = queued.map((entry) => ({ call: entry.request, settle: this.settler(entry, sentAt) }));
     if (sent.length === 1) {
       const [{ call, settle }] = sent;
       try {
@@ -191,13 +204,13 @@ export class ScriptRunner {
 
   /**
    * Settles a call once, from the first error or reply it is given: a failure as `toStoreError` gives
-   * it; a reply as the call reads it, once the replicas have it where the call asks for them.
+   * it; a reply as the call reads it, once the replicas (and AOFs) have it where the call asks for them.
+   * `sentAt`: when the call was sent (`performance.now()`).
    */
-  private settler({
-    request: call,
-    resolve,
-    reject,
-  }: QueuedCall): (error: Error | null | undefined, reply?: unknown) => void {
+  private settler(
+    { request: call, resolve, reject }: QueuedCall,
+    sentAt: number,
+  ): (error: Error | null | undefined, reply?: unknown) => void {
     let settled = false;
     return (error, reply) => {
       if (settled) return;
@@ -210,7 +223,7 @@ export class ScriptRunner {
         return reject(readError);
       }
       if (call.slot === undefined || !call.replicate?.(result)) return resolve(result);
-      this.awaitReplicas(call.slot).then(
+      Promise.all([this.awaitReplicas(call.slot), this.awaitAof(call.slot, call.mark, sentAt)]).then(
         () => resolve(result),
         (waitError: unknown) => reject(toStoreError(waitError)),
       );
@@ -234,6 +247,19 @@ export class ScriptRunner {
     const confirmed = await connection.wait(replicas.length, this.replicaWaitMs);
     if (confirmed < replicas.length) {
       throw new CounterReplicationLagError(MESSAGES.claimNotReplicated(confirmed, replicas.length, this.replicaWaitMs));
+    }
+  }
+
+  /**
+   * Where the servers have `WAITAOF`, waits until the slot's master and its replicas that keep an AOF have
+   * fsynced the call's writes: a server that restarts from an AOF without them (`appendfsync everysec`
+   * loses up to a second) would bring the batch's changes back as pending otherwise. A server without
+   * `WAITAOF`, or without an AOF anywhere, is not waited for.
+   */
+  private async awaitAof(slot: number, mark: string | undefined, sentAt: number): Promise<void> {
+    if (mark === undefined) return;
+    if ((await this.aof.persisted(slot, mark, 'master-and-replicas', sentAt)) === 'late') {
+      throw new CounterReplicationLagError(MESSAGES.claimNotFsynced(AOF_WAIT_MS));
     }
   }
 }
