@@ -83,9 +83,10 @@ export const MESSAGES = {
     `(or a volatile-* policy: the module puts a TTL only on keys it can lose safely), or accept losing changes ` +
     `to eviction with the CounterModule option acceptLossOnEviction: true.`,
   durabilityUnsupported: (problems: string[]) =>
-    `CounterModule option durability: 'fsync' needs every Redis master to have WAITAOF (Redis 7.2+ or Valkey) ` +
-    `and its AOF on (appendonly yes); ${problems.join(', ')} cannot. Turn the AOF on and upgrade Redis where ` +
-    `needed, or leave durability out (changes then resolve before their fsync).`,
+    `CounterModule option durability: 'fsync' needs every Redis master to have a WAITAOF that waits for the ` +
+    `fsync (Redis 7.2+ or Valkey, without redis/redis#13793's bug) and its AOF on (appendonly yes, appendfsync ` +
+    `everysec); ${problems.join(', ')} cannot. Turn the AOF on and upgrade Redis where needed, or leave ` +
+    `durability out (changes then resolve before their fsync).`,
   changeNotFsynced: (reason: string) =>
     `A counter change was applied in Redis but not confirmed fsynced to its AOF (${reason}); it may be lost if ` +
     `Redis crashes now. Retry it with its idempotency key, or check that Redis and its disk keep up.`,

@@ -89,11 +89,12 @@ export class CounterModule extends ConfigurableModuleClass implements OnModuleIn
 
   /**
    * With `durability: 'fsync'`, refuses a Redis whose masters cannot wait for their AOF (no `WAITAOF`,
-   * no AOF). One not reachable yet is not refused: its changes then fail with an unknown outcome.
+   * no AOF, a WAITAOF that answers before the fsync). One not reachable yet is not refused: its changes
+   * then fail with an unknown outcome where it cannot.
    */
   private async verifyDurability(): Promise<void> {
     if (this.options.durability !== 'fsync' || !this.runner.sendable) return;
-    const problems = await this.runner.aof.masterProblems();
+    const problems = await this.runner.aof.masterProblems(this.options.keyPrefix);
     if (problems.length > 0) throw new CounterConfigurationError(MESSAGES.durabilityUnsupported(problems));
   }
 }

@@ -11,7 +11,8 @@ export interface AofWaitLane {
 }
 
 interface Waiter {
-  sentBefore: number;
+  /** The earliest send of the writes the wait covers, read when a lane comes free (callers still join). */
+  sentBefore(): number;
   resolve(lane: AofWaitLane | undefined): void;
 }
 
@@ -55,8 +56,8 @@ export class AofWaitLanes {
    * A free lane connected since before `sentBefore`, or the first such one to come free; undefined when
    * no lane has been connected that long (a lane is opened for the waits to come).
    */
-  acquire(sentBefore: number): Promise<AofWaitLane | undefined> {
-    const eligible = this.lanes.filter((lane) => coversWritesSentAt(lane, sentBefore));
+  acquire(sentBefore: () => number): Promise<AofWaitLane | undefined> {
+    const eligible = this.lanes.filter((lane) => coversWritesSentAt(lane, sentBefore()));
     const free = eligible.find((lane) => !lane.busy);
     if (free) {
       free.busy = true;
@@ -78,7 +79,7 @@ export class AofWaitLanes {
 
   release(lane: AofWaitLane): void {
     lane.busy = false;
-    const at = this.waiting.findIndex((waiter) => coversWritesSentAt(lane, waiter.sentBefore));
+    const at = this.waiting.findIndex((waiter) => coversWritesSentAt(lane, waiter.sentBefore()));
     if (at < 0) return;
     const [waiter] = this.waiting.splice(at, 1);
     lane.busy = true;
@@ -102,6 +103,6 @@ export class AofWaitLanes {
  * Whether a wait on `lane` covers writes sent at `sentAt`: its connection was up before they were sent
  * and still is, so the server they reached is the one it talks to (a restart closes every connection).
  */
-function coversWritesSentAt(lane: AofWaitLane, sentAt: number): boolean {
+export function coversWritesSentAt(lane: AofWaitLane, sentAt: number): boolean {
   return lane.readyAt !== undefined && lane.readyAt < sentAt && lane.connection.status === 'ready';
 }

@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
+import { fsyncWaitProblem, probeKey } from './aof-fsync.probe.js';
 import { readAofSupport, type AofSupport } from './aof-support.js';
-import { AofWaitLanes } from './aof-wait.lanes.js';
+import { AofWaitLanes, coversWritesSentAt } from './aof-wait.lanes.js';
 import { isCluster, type RedisClient } from './counter-redis.handle.js';
 
 /**
@@ -104,10 +105,11 @@ export class AofWaiter {
   }
 
   /**
-   * The masters that cannot make a change durable on its own (no `WAITAOF`, or no AOF), in a list of
-   * `<server> (<reason>)`; empty when every master can.
+   * The masters that cannot make a change durable before it resolves (no `WAITAOF`, no AOF, or a WAITAOF
+   * that answers before the fsync: `fsyncWaitProblem`, about a second per master), in a list of
+   * `<server> (<reason>)`; empty when every master can. The probe writes a key under `prefix`.
    */
-  async masterProblems(): Promise<string[]> {
+  async masterProblems(prefix: string): Promise<string[]> {
     const masters: Array<[Address, Redis]> = isCluster(this.client)
       ? this.client.nodes('master').map((node) => [addressOf(node), node])
       : [[SINGLE_SERVER, this.client]];
@@ -116,10 +118,30 @@ export class AofWaiter {
         const { waitAof, appendOnly } = await readAofSupport(node);
         const name = address === SINGLE_SERVER ? addressOf(node) : address;
         if (!waitAof) return `${name} (no WAITAOF: Redis 7.2+ or Valkey needed)`;
-        return appendOnly ? undefined : `${name} (appendonly no)`;
+        if (!appendOnly) return `${name} (appendonly no)`;
+        const problem = await this.probe(address, prefix);
+        return problem ? `${name} (${problem})` : undefined;
       }),
     );
     return problems.filter((problem): problem is string => problem !== undefined);
+  }
+
+  /** `fsyncWaitProblem` on a lane of `master`, with a key of a slot it serves. */
+  private async probe(master: Address, prefix: string): Promise<string | undefined> {
+    const lanes = this.lanesTo(master);
+    await lanes.warm();
+    const lane = await lanes.acquire(() => Number.POSITIVE_INFINITY);
+    if (!lane) return 'not reachable';
+    try {
+      const serves = isCluster(this.client) ? (slot: number) => this.slotMaster(slot) === master : undefined;
+      return await fsyncWaitProblem(lane.connection, probeKey(prefix, serves));
+    } finally {
+      lanes.release(lane);
+    }
+  }
+
+  private slotMaster(slot: number): Address | undefined {
+    return isCluster(this.client) ? this.client.slots[slot]?.[0] : SINGLE_SERVER;
   }
 
   /** Closes the connections the waits opened. */
@@ -133,7 +155,7 @@ export class AofWaiter {
   /**
    * One `WAITAOF local remote` on a connection of `master`'s own, after a mark written there, for every
    * caller until it is sent; resolves with the counts it confirmed ([0, 0] when no connection was up since
-   * before the callers' writes were sent). Callers that come while every lane is busy gather for the next.
+   * before the callers' writes were sent). Callers that come while every lane is busy join it.
    */
   private waitFor(
     master: Address,
@@ -150,11 +172,16 @@ export class AofWaiter {
     }
     const wait = { sentBefore: sentAt, confirmed: Promise.resolve<[number, number]>([0, 0]) };
     wait.confirmed = new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
+      const lanes = this.lanesTo(master);
+      // Callers join until a lane is free: one wait then serves all of them.
+      const lane = await lanes.acquire(() => wait.sentBefore);
       // From here on the callers are known: one that comes now needs a wait of its own.
       if (this.gathering.get(key) === wait) this.gathering.delete(key);
-      const lanes = this.lanesTo(master);
-      const lane = await lanes.acquire(wait.sentBefore);
       if (!lane) return [0, 0];
+      if (!coversWritesSentAt(lane, wait.sentBefore)) {
+        lanes.release(lane);
+        return [0, 0];
+      }
       try {
         // The mark and the wait go in one write on one connection (no offline queue, no resending).
         const [, confirmed] = await Promise.all([
