@@ -72,7 +72,8 @@ export class AofWaiter {
       addresses.map(async (address) => {
         const support = await this.supportOf(address).catch(() => undefined);
         // A wait needs a connection up since before the writes it covers: open it now.
-        if (support?.waitAof && masters.has(address) && !this.closed) await this.lanesTo(address).warm();
+        if (support?.waitAof && support.appendOnly && masters.has(address) && !this.closed)
+          await this.lanesTo(address).warm();
       }),
     );
   }
