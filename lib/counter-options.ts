@@ -63,6 +63,9 @@ export function resolveCounterOptions(options: CounterModuleOptions = {}): Resol
       throw new CounterConfigurationError(MESSAGES.badOption(name, resolved[name], 'true or false'));
     }
   }
+  if (resolved.durability !== 'none' && resolved.durability !== 'fsync') {
+    throw new CounterConfigurationError(MESSAGES.badOption('durability', resolved.durability, "'none' or 'fsync'"));
+  }
   return resolved;
 }
 

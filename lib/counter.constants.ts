@@ -35,6 +35,7 @@ export const COUNTER_DEFAULTS = {
   tracing: false,
   repairOnDataLoss: false,
   acceptLossOnEviction: false,
+  durability: 'none',
 } as const;
 
 /**

@@ -82,6 +82,14 @@ export const MESSAGES = {
     `${servers.map(({ server, policy }) => `${policy} on ${server}`).join(', ')}. Set maxmemory-policy noeviction ` +
     `(or a volatile-* policy: the module puts a TTL only on keys it can lose safely), or accept losing changes ` +
     `to eviction with the CounterModule option acceptLossOnEviction: true.`,
+  durabilityUnsupported: (problems: string[]) =>
+    `CounterModule option durability: 'fsync' needs every Redis master to have a WAITAOF that waits for the ` +
+    `fsync (Redis 7.2+ or Valkey, without redis/redis#13793's bug) and its AOF on (appendonly yes, appendfsync ` +
+    `everysec); ${problems.join(', ')} cannot. Turn the AOF on and upgrade Redis where needed, or leave ` +
+    `durability out (changes then resolve before their fsync).`,
+  changeNotFsynced: (reason: string) =>
+    `A counter change was applied in Redis but not confirmed fsynced to its AOF (${reason}); it may be lost if ` +
+    `Redis crashes now. Retry it with its idempotency key, or check that Redis and its disk keep up.`,
   evictionUnsafeLate: (problem: string) =>
     `${problem} (Checked when Redis was reached after the application started; it keeps running, and changes ` +
     `can be lost until this is fixed.)`,
@@ -209,6 +217,9 @@ export const MESSAGES = {
   claimNotReplicated: (confirmed: number, replicas: number, waitedMs: number) =>
     `A claimed counter batch reached ${confirmed} of ${replicas} replica(s) of its Redis node within ${waitedMs} ` +
     `ms; it stays in Redis and a later flush writes it.`,
+  claimNotFsynced: (waitedMs: number) =>
+    `A claimed counter batch was not confirmed fsynced to the AOF of its Redis node (and of its replicas that keep ` +
+    `one) within ${waitedMs} ms; it stays in Redis and a later flush writes it.`,
   unreadableDump: (reason: string) =>
     `A claimed counter batch could not be read from its DUMP (${reason}); flushes read batches with HGETALL ` +
     `instead, which costs the application more CPU per row.`,

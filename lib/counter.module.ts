@@ -1,5 +1,7 @@
 import { Inject, Module, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { COUNTER_INSTRUMENTS, COUNTER_OPTIONS } from './counter.constants.js';
+import { MESSAGES } from './counter.messages.js';
+import { CounterConfigurationError } from './exceptions/counter-configuration.error.js';
 import { CounterChangeApplier } from './counter-change.applier.js';
 import { CounterEntityExplorer } from './counter-entity.explorer.js';
 import { ConfigurableModuleClass } from './counter.module-definition.js';
@@ -21,6 +23,7 @@ import { DataLossRepairer } from './reconcile/data-loss.repairer.js';
 import { RefusedChanges } from './reconcile/refused-changes.js';
 import { CounterRedisHandle } from './redis/counter-redis.handle.js';
 import { EvictionPolicyCheck } from './redis/eviction-policy.check.js';
+import { ScriptRunner } from './redis/script.runner.js';
 import { CounterDatabase } from './sql/counter.database.js';
 import { CounterValueHydrator } from './sql/counter-value.hydrator.js';
 
@@ -57,6 +60,7 @@ export class CounterModule extends ConfigurableModuleClass implements OnModuleIn
   constructor(
     private readonly redis: CounterRedisHandle,
     private readonly eviction: EvictionPolicyCheck,
+    private readonly runner: ScriptRunner,
     private readonly statusReader: CounterStatusReader,
     @Inject(COUNTER_INSTRUMENTS) private readonly instruments: CounterInstruments,
     @Inject(COUNTER_OPTIONS) private readonly options: ResolvedCounterOptions,
@@ -67,16 +71,30 @@ export class CounterModule extends ConfigurableModuleClass implements OnModuleIn
   async onModuleInit(): Promise<void> {
     await this.redis.waitUntilReady();
     await this.eviction.verify();
+    if (this.runner.sendable) await this.runner.aof.prime();
+    await this.verifyDurability();
     // The backlog gauges read status() at scrape time, while the module runs.
     this.stopObservingBacklog = this.instruments.observeBacklog(this.options.keyPrefix, () =>
       this.statusReader.status(),
     );
   }
 
-  /** Closes the Redis client only if the module created it. */
+  /** Closes the Redis client only if the module created it; the connections of the AOF waits always. */
   async onApplicationShutdown(): Promise<void> {
     this.stopObservingBacklog?.();
     this.eviction.stop();
+    this.runner.close();
     await this.redis.close();
+  }
+
+  /**
+   * With `durability: 'fsync'`, refuses a Redis whose masters cannot wait for their AOF (no `WAITAOF`,
+   * no AOF, a WAITAOF that answers before the fsync). One not reachable yet is not refused: its changes
+   * then fail with an unknown outcome where it cannot.
+   */
+  private async verifyDurability(): Promise<void> {
+    if (this.options.durability !== 'fsync' || !this.runner.sendable) return;
+    const problems = await this.runner.aof.masterProblems(this.options.keyPrefix);
+    if (problems.length > 0) throw new CounterConfigurationError(MESSAGES.durabilityUnsupported(problems));
   }
 }

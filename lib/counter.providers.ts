@@ -63,7 +63,7 @@ export const COUNTER_FACTORY_PROVIDERS: Provider[] = [
   {
     provide: IncrementBatcher,
     useFactory: (runner: ScriptRunner, options: ResolvedCounterOptions) =>
-      new IncrementBatcher(runner, options.cleanRowTtlSeconds, options.idempotencyTtlSeconds),
+      new IncrementBatcher(runner, options.cleanRowTtlSeconds, options.idempotencyTtlSeconds, options.durability),
     inject: [ScriptRunner, COUNTER_OPTIONS],
   },
   {

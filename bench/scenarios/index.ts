@@ -1,4 +1,5 @@
 import type { BenchScenario } from '../harness/bench-context.js';
+import { durability } from './durability.bench.js';
 import { flushThroughput } from './flush-throughput.bench.js';
 import { hotRow } from './hot-row.bench.js';
 import { incrementPath } from './increment-path.bench.js';
@@ -16,4 +17,5 @@ export const SCENARIOS: BenchScenario[] = [
   memoryPerRow,
   scaleOut,
   recountRate,
+  durability,
 ];

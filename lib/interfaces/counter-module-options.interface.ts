@@ -165,7 +165,20 @@ export interface CounterModuleOptions {
    * @default false
    */
   acceptLossOnEviction?: boolean;
+  /**
+   * `'fsync'`: a change resolves only once Redis has fsynced it to its AOF (one `WAITAOF 1 0` per master
+   * and turn of the event loop serves every change of the turn), so a crash of Redis loses no acknowledged
+   * change even with `appendfsync everysec`, at the cost of up to a second per change there. Needs
+   * `WAITAOF` (Redis 7.2+, Valkey 8+) and `appendonly yes` on every master, or the module refuses to start
+   * (`CounterConfigurationError`). A wait that does not confirm within 2 s fails the change with
+   * `CounterStoreUnavailableError` (`outcomeUnknown: true`). `'none'`: a change resolves once Redis applied it.
+   * @default 'none'
+   */
+  durability?: CounterDurability;
 }
+
+/** When a change resolves: once Redis applied it (`'none'`), or once it is in Redis's AOF on disk (`'fsync'`). */
+export type CounterDurability = 'none' | 'fsync';
 
 /** Where and how the module registers its Prometheus metrics. */
 export interface CounterMetricsOptions {

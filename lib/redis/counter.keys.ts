@@ -126,6 +126,11 @@ export class ShardKeys {
   readonly idempotency: string;
   /** The cluster slot of every key of the shard (and of the other shards of its group). */
   readonly slot: number;
+  /**
+   * Written just before a wait for the AOF, so that the wait covers every write acknowledged before it
+   * (see aof.waiter.ts); one per slot group, with a TTL (a string).
+   */
+  readonly aofMark: string;
 
   /** @param slotTag `prefix:{entity:group}`, the part of the key that decides the slot. */
   constructor(
@@ -141,6 +146,7 @@ export class ShardKeys {
     this.pending = `${this.tag}:pending`;
     this.unknown = `${this.tag}:unknown`;
     this.idempotency = `${this.tag}:idem`;
+    this.aofMark = `${slotTag}:aof`;
   }
 
   /** The hash of a row's live values (`v:<counter>` fields), a cache that expires. */

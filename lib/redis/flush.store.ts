@@ -121,15 +121,20 @@ export class FlushStore {
   /**
    * Takes the shard's lease and claims a batch, or the batch left behind (see claim.lua.ts). On a cluster
    * a claim that holds a batch is followed by `WAIT` for the replicas of its node: a replica promoted
-   * without the claim would still hold the changes as pending and flush them a second time. If they do
-   * not confirm in time the batch stays claimed, and a later flush finds it left behind.
+   * without the claim would still hold the changes as pending and flush them a second time. Where the
+   * servers have `WAITAOF`, it also waits for the claim to be fsynced to their AOFs, for the same reason
+   * with a server restarted from its AOF. If they do not confirm in time the batch stays claimed, and a
+   * later flush finds it left behind.
    */
   async claim(shard: ShardKeys, request: ClaimRequest): Promise<ClaimOutcome> {
     const keys = [shard.dirty, shard.batch, shard.lease, shard.generation, shard.pending, shard.unknown];
-    const args = [request.token, request.leaseMs, request.batchId, request.limit, Date.now(), ...request.counters];
+    // The lease outlasts the wait for the AOFs that follows a claim holding a batch.
+    const leaseMs = request.leaseMs + this.runner.waitAfterClaimMs;
+    const args = [request.token, leaseMs, request.batchId, request.limit, Date.now(), ...request.counters];
     const call = scriptCall('nestjsCounterClaimBuffer', shard.slot, keys, args, readClaimReply);
     call.replicate = ({ kind, batchId }) =>
       (kind === REPLY.claim.claimed || kind === REPLY.claim.leftBehind) && batchId !== '';
+    call.mark = shard.aofMark;
     const { kind, dataLost, generation, batchId, moreRows, dump } = await this.runner.sendInTurn(call);
     if (kind === REPLY.claim.busy || kind === REPLY.claim.empty) return { dataLost, generation, kind };
     const claimed = batchId === '' ? NO_ROWS : await this.claimedRows(shard, dump, request);
@@ -172,8 +177,9 @@ export class FlushStore {
   /**
    * Takes a claimed batch's changes of counters this instance does not know out of it (see
    * give-back.lua.ts). False when the batch or the lease is no longer this flusher's: it must then not
-   * write the batch. On a cluster it waits for the replicas, as a claim does: a replica promoted without
-   * the give-back would hold those changes in a batch the ledger has, and they would be lost.
+   * write the batch. It waits for the replicas and the AOFs, as a claim does: a replica promoted, or a
+   * server restarted from an AOF, without the give-back would hold those changes in a batch the ledger
+   * has, and they would be lost.
    */
   async giveBack(shard: ShardKeys, batchId: string, token: string, unknownDeltas: string[]): Promise<boolean> {
     const keys = [shard.batch, shard.unknown, shard.lease];
@@ -182,6 +188,7 @@ export class FlushStore {
       return Number(reply) === REPLY.giveBack.givenBack;
     });
     call.replicate = (givenBack) => givenBack;
+    call.mark = shard.aofMark;
     return this.runner.sendInTurn(call);
   }
 

@@ -1,5 +1,9 @@
 import { MAX_CHANGES_PER_CALL, MAX_SAFE_COUNT } from '../counter.constants.js';
 import { groupBy } from '../collections.js';
+import { MESSAGES } from '../counter.messages.js';
+import { CounterStoreUnavailableError } from '../exceptions/counter-store-unavailable.error.js';
+import type { CounterDurability } from '../interfaces/counter-module-options.interface.js';
+import { AOF_WAIT_MS } from './aof.waiter.js';
 import type { ShardKeys } from './counter.keys.js';
 import { isCluster } from './counter-redis.handle.js';
 import { REPLY, type Arg } from './script-commands.js';
@@ -38,11 +42,13 @@ export class IncrementBatcher {
   /**
    * @param rowTtlSeconds how long a row stays cached after its first change since a claim.
    * @param idempotencyTtlSeconds how long a keyed change's key is remembered.
+   * @param durability `'fsync'`: a change resolves once its master's AOF has it on disk.
    */
   constructor(
     private readonly runner: ScriptRunner,
     private readonly rowTtlSeconds: number,
     private readonly idempotencyTtlSeconds: number,
+    private readonly durability: CounterDurability = 'none',
   ) {
     // A single Redis takes one call's worth per turn, so that it runs one call while this process reads
     // the replies of the last; a cluster runs the calls of several slots at once on several masters.
@@ -63,15 +69,44 @@ export class IncrementBatcher {
   private async send(queued: QueuedChange[]): Promise<void> {
     const byRow = queued.length === 1 ? queued : [...groupBy(queued, rowOf).values()].flat();
     const calls = this.runner.groupsForCalls(byRow, slotOf, MAX_CHANGES_PER_CALL);
+    const sentAt = performance.now();
     const outcomes = this.runner.sendNow(calls.map((changes) => this.call(changes)));
     await Promise.all(
       outcomes.map((outcome, call) =>
-        outcome.then(
+        (this.durability === 'fsync'
+          ? outcome.then((results) => this.fsynced(calls[call], results, sentAt))
+          : outcome
+        ).then(
           (results) => calls[call].forEach(({ resolve }, i) => resolve(results[i])),
           (error: unknown) => calls[call].forEach(({ reject }) => reject(error)),
         ),
       ),
     );
+  }
+
+  /**
+   * The call's results once its master has fsynced them to its AOF: the waits of a turn's calls on one
+   * master are one `WAITAOF` (`AofWaiter`). Unconfirmed, the changes were applied but may be lost in a
+   * crash: their outcome is unknown to the caller, who retries them with their keys.
+   */
+  private async fsynced(
+    changes: QueuedChange[],
+    results: IncrementOutcome[],
+    sentAt: number,
+  ): Promise<IncrementOutcome[]> {
+    const { slot, aofMark } = changes[0].request.shard;
+    let reason: string;
+    try {
+      const outcome = await this.runner.aof.persisted(slot, aofMark, 'master', sentAt);
+      if (outcome === 'fsynced') return results;
+      reason =
+        outcome === 'late'
+          ? `no fsync confirmed within ${AOF_WAIT_MS} ms`
+          : 'the Redis master has no WAITAOF or no AOF';
+    } catch (error) {
+      reason = (error as Error).message;
+    }
+    throw new CounterStoreUnavailableError(MESSAGES.changeNotFsynced(reason), { outcomeUnknown: true });
   }
 
   /**

@@ -2,6 +2,7 @@ import { CounterReplicationLagError } from '../exceptions/counter-replication-la
 import { CounterStoreUnavailableError } from '../exceptions/counter-store-unavailable.error.js';
 import { MESSAGES } from '../counter.messages.js';
 import { groupBy } from '../collections.js';
+import { AOF_WAIT_MS, AofWaiter } from './aof.waiter.js';
 import { isCluster, type RedisClient } from './counter-redis.handle.js';
 import {
   defineScripts,
@@ -11,6 +12,7 @@ import {
   type CommandTarget,
   type ScriptName,
 } from './script-commands.js';
+import { toStoreError } from './store-errors.js';
 import { TurnBatcher, type Queued } from './turn.batcher.js';
 
 /**
@@ -18,24 +20,6 @@ import { TurnBatcher, type Queued } from './turn.batcher.js';
  * connects it). In any other state it would be refused or queued, so it is refused before sending.
  */
 const SENDABLE_STATES = new Set(['ready', 'wait']);
-
-/**
- * Replies with which Redis refuses a command without running it, while a cluster moves slots or fails
- * over: an outage to wait out, not a bug.
- */
-const TRANSIENT_REFUSAL = /^(MOVED|ASK|TRYAGAIN|CLUSTERDOWN|LOADING|MASTERDOWN|READONLY)\b/;
-
-/**
- * The reply of a Redis at its `maxmemory` that cannot evict (`noeviction`): it refuses a script at its
- * first write, so the refused call wrote nothing.
- */
-const OUT_OF_MEMORY = /^OOM\b/;
-
-/**
- * Errors with which ioredis refuses a command without writing it: its socket is no longer writable (it
- * just broke), or a cluster knows no node for it yet. Nothing reached Redis.
- */
-const REFUSED_UNSENT = /^(Stream isn't writeable|Cluster isn't ready) and enableOfflineQueue options is false/;
 
 /**
  * Redis's answer to a script called by SHA that it no longer holds (SCRIPT FLUSH, a restart, a failover,
@@ -53,10 +37,13 @@ export interface RedisCall<T> {
   /** The call's result, from its reply. */
   read(reply: unknown): T;
   /**
-   * Whether, on a cluster, the replicas of the slot's master must have the call's writes before its
-   * result is handed over (see `ScriptRunner.awaitReplicas`).
+   * Whether the call's writes must be safe from a failover and a crash before its result is handed over:
+   * on a cluster in the replicas of the slot's master (see `ScriptRunner.awaitReplicas`), and, where the
+   * servers have `WAITAOF`, in the AOFs of that master and its replicas that keep one (`AofWaiter`).
    */
   replicate?(result: T): boolean;
+  /** With `replicate`: a key of the call's slot that the wait for the AOF may write (`AofWaiter.persisted`). */
+  mark?: string;
 }
 
 /** A call of `script` on the keys of a `slot`: `keys` as its KEYS, `argv` as its ARGV. */
@@ -79,6 +66,8 @@ type QueuedCall = Queued<RedisCall<unknown>, unknown>;
  */
 export class ScriptRunner {
   readonly client: RedisClient;
+  /** Waits for the servers' AOFs, on connections of its own. */
+  readonly aof: AofWaiter;
   private readonly turn = new TurnBatcher<RedisCall<unknown>, unknown>(Number.POSITIVE_INFINITY, 0, (queued) =>
     this.transmit(queued),
   );
@@ -90,6 +79,21 @@ export class ScriptRunner {
   ) {
     defineScripts(client);
     this.client = client;
+    this.aof = new AofWaiter(client);
+  }
+
+  /** Closes the connections opened for the waits (not the client, which the module may not own). */
+  close(): void {
+    this.aof.close();
+  }
+
+  /**
+   * The longest a claim may wait for the AOFs after Redis ran it: its lease must outlast the wait, since
+   * the flush renews it only once the claim resolves. (The replicas' WAIT, half the command timeout,
+   * stays within a lease.)
+   */
+  get waitAfterClaimMs(): number {
+    return this.aof.mayWait ? AOF_WAIT_MS : 0;
   }
 
   get sendable(): boolean {
@@ -164,7 +168,8 @@ export class ScriptRunner {
    * it), since a pipeline costs more to build than the call itself; others in one pipeline per node.
    */
   private async transmit(queued: QueuedCall[]): Promise<void> {
-    const sent = queued.map((entry) => ({ call: entry.request, settle: this.settler(entry) }));
+    const sentAt = performance.now();
+    const sent = queued.map((entry) => ({ call: entry.request, settle: this.settler(entry, sentAt) }));
     if (sent.length === 1) {
       const [{ call, settle }] = sent;
       try {
@@ -204,14 +209,14 @@ export class ScriptRunner {
 
   /**
    * Settles a call once, from the first error or reply it is given: a failure as `toStoreError` gives
-   * it; a reply as the call reads it, once the replicas have it where the call asks for them. A NOSCRIPT
-   * is no answer: the call is sent again with its body.
+   * it; a reply as the call reads it, once the replicas (and AOFs) have it where the call asks for them.
+   * `sentAt`: when the call was sent (`performance.now()`). A NOSCRIPT is no answer: the call is sent
+   * again with its body.
    */
-  private settler({
-    request: call,
-    resolve,
-    reject,
-  }: QueuedCall): (error: Error | null | undefined, reply?: unknown) => void {
+  private settler(
+    { request: call, resolve, reject }: QueuedCall,
+    sentAt: number,
+  ): (error: Error | null | undefined, reply?: unknown) => void {
     let settled = false;
     const settle = (error: Error | null | undefined, reply?: unknown): void => {
       if (error) return reject(toStoreError(error));
@@ -222,7 +227,7 @@ export class ScriptRunner {
         return reject(readError);
       }
       if (call.slot === undefined || !call.replicate?.(result)) return resolve(result);
-      this.awaitReplicas(call.slot).then(
+      Promise.all([this.awaitReplicas(call.slot), this.awaitAof(call.slot, call.mark, sentAt)]).then(
         () => resolve(result),
         (waitError: unknown) => reject(toStoreError(waitError)),
       );
@@ -270,29 +275,20 @@ export class ScriptRunner {
       throw new CounterReplicationLagError(MESSAGES.claimNotReplicated(confirmed, replicas.length, this.replicaWaitMs));
     }
   }
+
+  /**
+   * Where the servers have `WAITAOF`, waits until the slot's master and its replicas that keep an AOF have
+   * fsynced the call's writes: a server that restarts from an AOF without them (`appendfsync everysec`
+   * loses up to a second) would bring the batch's changes back as pending otherwise. A server without
+   * `WAITAOF`, or without an AOF anywhere, is not waited for.
+   */
+  private async awaitAof(slot: number, mark: string | undefined, sentAt: number): Promise<void> {
+    if (mark === undefined) return;
+    if ((await this.aof.persisted(slot, mark, 'master-and-replicas', sentAt)) === 'late') {
+      throw new CounterReplicationLagError(MESSAGES.claimNotFsynced(AOF_WAIT_MS));
+    }
+  }
 }
 
 /** What a pipeline gives for a call it has no result for. */
 const NO_REPLY = 'The pipeline gave no reply for the call.';
-
-/**
- * What a failed command means to the caller: an outage (CounterStoreUnavailableError, a Redis out of
- * memory among them) or, for a reply with which Redis refused to run a command, a bug to surface as it is.
- */
-export function toStoreError(error: unknown): unknown {
-  if (!(error instanceof Error) || error instanceof CounterReplicationLagError) return error;
-  if (error.name === 'ReplyError' && OUT_OF_MEMORY.test(error.message)) {
-    return new CounterStoreUnavailableError(MESSAGES.storeOutOfMemory(error.message), { cause: error });
-  }
-  if (error.name === 'ReplyError' && TRANSIENT_REFUSAL.test(error.message)) {
-    return new CounterStoreUnavailableError(MESSAGES.storeUnavailable(error.message, false), { cause: error });
-  }
-  if (error.name !== 'ReplyError') {
-    const sent = !REFUSED_UNSENT.test(error.message);
-    return new CounterStoreUnavailableError(MESSAGES.storeUnavailable(error.message, sent), {
-      cause: error,
-      outcomeUnknown: sent,
-    });
-  }
-  return error;
-}
