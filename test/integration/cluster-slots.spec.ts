@@ -375,13 +375,16 @@ describe.runIf(TOPOLOGIES.includes('cluster'))('hash slots of every command on a
     expect(record.filter(({ name, script }) => name === 'evalsha' && !script)).toEqual([]);
   });
 
-  it('names the keys of one slot in every command; only WAIT and INFO memory have none', () => {
+  it("names the keys of one slot in every command; only WAIT and the servers' settings have none", () => {
     const crossSlot = record.filter((command) => command.keys.length > 0 && generateMulti(command.keys) < 0);
     expect(crossSlot.map(({ name, keys: commandKeys }) => [name, ...commandKeys])).toEqual([]);
     const keyless = record.filter((command) => command.keys.length === 0);
-    // INFO memory: each master's eviction policy, read at bootstrap on its own connection.
+    // INFO memory: each master's eviction policy, read at bootstrap on its own connection. COMMAND INFO
+    // waitaof and INFO: whether each node has WAITAOF and an AOF (aof-support.ts), read on its connection.
     const serverCommand = ({ name, args }: (typeof record)[number]) =>
-      name === 'wait' || (name === 'info' && args.join(' ') === 'memory');
+      name === 'wait' ||
+      (name === 'info' && ['memory', ''].includes(args.join(' '))) ||
+      (name === 'command' && args.join(' ') === 'info waitaof');
     expect(keyless.filter((command) => !serverCommand(command)).map(({ name, args }) => [name, ...args])).toEqual([]);
   });
 
