@@ -3,9 +3,10 @@ import type { Redis } from 'ioredis';
 
 /**
  * The server binary of the specs and chaos scenarios that need `WAITAOF` (Redis 7.2+, Valkey):
- * `valkey-server` unless COUNTER_WAITAOF_SERVER names another one (a Redis 7.2+ build, say).
+ * COUNTER_WAITAOF_SERVER, else the suites' server when one is named (COUNTER_REDIS_SERVER: Valkey, Redis 8),
+ * else `valkey-server`, since the machine's Redis 7.0 has no WAITAOF.
  */
-export const WAITAOF_SERVER = process.env.COUNTER_WAITAOF_SERVER ?? 'valkey-server';
+export const WAITAOF_SERVER = process.env.COUNTER_WAITAOF_SERVER ?? process.env.COUNTER_REDIS_SERVER ?? 'valkey-server';
 
 /**
  * Why the suites that need WAITAOF_SERVER are skipped on this machine: it is not on the PATH, outside

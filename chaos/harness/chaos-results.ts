@@ -1,8 +1,8 @@
 // The figures of each scenario: one line on the console, `chaos <scenario>: acknowledged=… inDatabase=…
 // lost=… duplicated=…`, and one entry appended to chaos/results/latest.json (a JSON array, emptied by the
 // global setup at the start of each run), from which a report can be written later. A run on another
-// server than redis-server (COUNTER_REDIS_SERVER=valkey-server) has a file of its own,
-// latest-valkey-server.json, so that it leaves the last run on Redis in place for the report.
+// server than the machine's redis-server (COUNTER_REDIS_SERVER) has a file of its own, named after the
+// server's version (latest-valkey-8.0.1.json), so that it leaves the last run on Redis in place.
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
@@ -10,24 +10,25 @@ import { fileURLToPath } from 'node:url';
 import { SERVER_BINARY } from '../../support/redis-server.js';
 import type { InvariantFigures } from './invariant.js';
 
-const serverName = basename(SERVER_BINARY);
-export const RESULTS_FILE = fileURLToPath(
-  new URL(`../results/${serverName === 'redis-server' ? 'latest' : `latest-${serverName}`}.json`, import.meta.url),
-);
-
-/** Read once, when the first result is recorded. */
-let recordedServer: string | undefined;
-
-/** The server and version the scenarios run on, as `--version` gives them: "Redis 7.0.15", "Valkey 8.0.1". */
-function serverVersion(): string {
+/** A server and its version, as `--version` gives them: "Redis 7.0.15", "Valkey 8.0.1". */
+export function serverVersion(binary: string): string {
   try {
-    const version = execFileSync(SERVER_BINARY, ['--version'], { encoding: 'utf8' });
+    const version = execFileSync(binary, ['--version'], { encoding: 'utf8' });
     const [, name, number] = /^(\S+) server v=(\S+)/.exec(version) ?? [];
-    return name ? `${name} ${number}` : serverName;
+    return name ? `${name} ${number}` : basename(binary);
   } catch {
-    return serverName;
+    return basename(binary);
   }
 }
+
+/** The server the scenarios run on. */
+const SERVER = serverVersion(SERVER_BINARY);
+export const RESULTS_FILE = fileURLToPath(
+  new URL(
+    `../results/${SERVER_BINARY === 'redis-server' ? 'latest' : `latest-${SERVER.toLowerCase().replace(/\s+/g, '-')}`}.json`,
+    import.meta.url,
+  ),
+);
 
 export interface ScenarioResult extends InvariantFigures {
   scenario: string;
@@ -38,7 +39,7 @@ export interface ScenarioResult extends InvariantFigures {
   details: Record<string, unknown>;
   /** Set when recorded. */
   recordedAt?: string;
-  /** The server the scenario ran on ("Valkey 8.0.1"), set when recorded. */
+  /** The server the scenario ran on ("Valkey 8.0.1"): the suite's, unless the scenario says. */
   server?: string;
 }
 
@@ -58,7 +59,7 @@ export function recordResult(result: ScenarioResult): void {
       ` uncertain=${uncertain} backwards=${backwards}${extras} (${(durationMs / 1000).toFixed(1)} s)`,
   );
   const results = existsSync(RESULTS_FILE) ? (JSON.parse(readFileSync(RESULTS_FILE, 'utf8')) as ScenarioResult[]) : [];
-  results.push({ ...result, recordedAt: new Date().toISOString(), server: (recordedServer ??= serverVersion()) });
+  results.push({ ...result, recordedAt: new Date().toISOString(), server: result.server ?? SERVER });
   mkdirSync(dirname(RESULTS_FILE), { recursive: true });
   writeFileSync(RESULTS_FILE, `${JSON.stringify(results, null, 2)}\n`);
 }

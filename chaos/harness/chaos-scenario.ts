@@ -54,14 +54,18 @@ export class ChaosRun {
     return { final, figures };
   }
 
-  /** Prints and appends the result of this run, with its database and duration. */
-  record(scenario: string, figures: InvariantFigures, details: Record<string, unknown>): void {
+  /**
+   * Prints and appends the result of this run, with its database and duration; `server` is the one
+   * the scenario ran on when not the suite's (a server of its own, started from another binary).
+   */
+  record(scenario: string, figures: InvariantFigures, details: Record<string, unknown>, server?: string): void {
     recordResult({
       scenario,
       database: this.databaseName,
       ...figures,
       durationMs: Date.now() - this.began,
       details,
+      ...(server ? { server } : {}),
     });
   }
 }

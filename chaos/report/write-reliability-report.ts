@@ -1,6 +1,6 @@
 // `npm run chaos:report` (run compiled, from chaos/dist/chaos/report/): writes the figures of the last chaos run (chaos/results/latest.json) into the
 // table of docs/RELIABILITY.md, between its `chaos-results` markers, with those of the last run on each other
-// server (latest-valkey-server.json, …). Run it after `npm run test:chaos`.
+// server (latest-valkey-8.0.1.json, …). Run it after `npm run test:chaos`.
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';

@@ -1,5 +1,6 @@
 // Chaos scenario 14 (issue 49, items 3 and 4): `appendfsync everysec` through crashes, on a server with
-// WAITAOF (Valkey 8 unless COUNTER_WAITAOF_SERVER names another). A SIGKILLed server loses nothing the
+// WAITAOF (support/waitaof-server.ts: COUNTER_WAITAOF_SERVER, else the suite's server when it is not the
+// machine's Redis 7.0, else valkey-server). A SIGKILLed server loses nothing the
 // kernel has, so the server runs with unfsynced-aof.c, which holds its AOF writes until it fsyncs them:
 // a SIGKILL then loses what a machine crash would, up to the last second of writes.
 // - claims wait for the AOF: each round, load with flushes running, then the load stops and the parent
@@ -17,6 +18,7 @@ import { seededRandom } from '../../support/seeded-random.js';
 import { WAITAOF_SERVER, waitAofServerMissing, waitAofWaitsForFsync } from '../../support/waitaof-server.js';
 import type { RedisServer } from '../../support/redis-server.js';
 import { CHAOS_DATABASES } from '../harness/chaos-deployment.js';
+import { serverVersion } from '../harness/chaos-results.js';
 import { useChaosScenario } from '../harness/chaos-scenario.js';
 import type { ChaosWorker } from '../harness/chaos-worker.js';
 import { insertArticleTargets, readTargets } from '../harness/counter-targets.js';
@@ -119,19 +121,25 @@ describe.skipIf(missing !== undefined).each(CHAOS_DATABASES)(
         const { figures } = await run.settle({ flusher: workers[0], targets, start, tally, sampler, redis: inspector });
         const flushErrors = new Map<string, number>();
         for (const { error } of reports) if (error) flushErrors.set(error.name, (flushErrors.get(error.name) ?? 0) + 1);
-        run.record(`14 ${WAITAOF_SERVER} everysec SIGKILL (unfsynced writes lost), ${kind}`, figures, {
-          seed,
-          rounds: ROUNDS,
-          killDelaysMs: killDelays.join('/'),
-          flushes: reports.length,
-          batchesWritten: reports.reduce((sum, report) => sum + report.batches, 0),
-          flushErrors: [...flushErrors].map(([name, count]) => `${name}×${count}`).join(',') || 'none',
-          waitAofExact,
-          incrementErrors: [...tally.errors].map(([name, count]) => `${name}×${count}`).join(',') || 'none',
-          refusedIncrements: tally.calls.refused,
-          uncertainIncrements: tally.calls.uncertain,
-          injected: `${WAITAOF_SERVER} (appendonly yes, appendfsync everysec; AOF writes held until fsynced) SIGKILLed ${ROUNDS} times at random moments of flushes${durable ? ' under load, durability fsync' : ', increments fsynced before'}, restarted from its AOF`,
-        });
+        const serverName = serverVersion(WAITAOF_SERVER);
+        run.record(
+          `14 ${serverName} everysec SIGKILL (unfsynced writes lost), ${kind}`,
+          figures,
+          {
+            seed,
+            rounds: ROUNDS,
+            killDelaysMs: killDelays.join('/'),
+            flushes: reports.length,
+            batchesWritten: reports.reduce((sum, report) => sum + report.batches, 0),
+            flushErrors: [...flushErrors].map(([name, count]) => `${name}×${count}`).join(',') || 'none',
+            waitAofExact,
+            incrementErrors: [...tally.errors].map(([name, count]) => `${name}×${count}`).join(',') || 'none',
+            refusedIncrements: tally.calls.refused,
+            uncertainIncrements: tally.calls.uncertain,
+            injected: `${serverName} (appendonly yes, appendfsync everysec; AOF writes held until fsynced) SIGKILLed ${ROUNDS} times at random moments of flushes${durable ? ' under load, durability fsync' : ', increments fsynced before'}, restarted from its AOF`,
+          },
+          serverName,
+        );
 
         expect(figures.acknowledged).toBeGreaterThan(0);
         expect(figures.backwards).toBe(0);
