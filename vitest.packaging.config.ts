@@ -1,7 +1,8 @@
 import { defineConfig } from 'vitest/config';
 
 // `npm run test:packaging`: the fixture apps under test/packaging install the packed tarball (npm pack)
-// with npm, as a user's app would, build it with its own TypeScript and run it against PostgreSQL.
+// with npm, as a user's app would, build it with its own TypeScript and run it against PostgreSQL; one of
+// them is made from the README's quick start, as written.
 export default defineConfig({
   test: {
     include: ['test/packaging/**/*.spec.ts'],
