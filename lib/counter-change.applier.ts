@@ -17,6 +17,7 @@ import type { CounterInstruments } from './metrics/counter.instruments.js';
 import { CounterKeys, type ShardKeys } from './redis/counter.keys.js';
 import { CounterStore, type VersionedValue } from './redis/counter.store.js';
 import { RefusedChanges } from './reconcile/refused-changes.js';
+import { OutageLog } from './flush/outage.log.js';
 import { IncrementBatcher, type IncrementOutcome, type IncrementRequest } from './redis/increment.batcher.js';
 import { toRowId, type RowId } from './model/row-id.js';
 import { SeedRetry } from './seed.retry.js';
@@ -36,6 +37,7 @@ export class CounterChangeApplier {
     private readonly reader: CounterReader,
     @Inject(COUNTER_INSTRUMENTS) private readonly instruments: CounterInstruments,
     private readonly refused: RefusedChanges,
+    private readonly outages: OutageLog,
   ) {}
 
   /**
@@ -65,12 +67,14 @@ export class CounterChangeApplier {
       }
       const applied = outcome.kind === 'applied';
       if (applied) this.instruments.changed(change.counted, change.field);
+      this.outages.changeAnswered(applied);
       return withOutcome ? { value: outcome.value, applied } : outcome.value;
     } catch (error) {
       // Only the registry's names label metrics: a caller's names would make a series each.
       const counted = this.registry.find(entity);
       this.instruments.changeFailed(counted, counted && this.registry.findCounter(counted, counter), error);
       this.refused.remember(entity, id, counter, error);
+      this.outages.changeFailed(error);
       throw error;
     }
   }
@@ -94,8 +98,12 @@ export class CounterChangeApplier {
     // Without an expected value, a set never finds the row 'changed'.
     const attempt = () => this.store.set(request);
     const outcome = await attempt();
-    if (outcome.kind === 'applied') return outcome.value;
-    return (await this.finishChange(row, outcome, attempt, (current) => value - current)).value;
+    const { value: replaced } =
+      outcome.kind === 'applied'
+        ? outcome
+        : await this.finishChange(row, outcome, attempt, (current) => value - current);
+    this.outages.changeAnswered(true);
+    return replaced;
   }
 
   /**
@@ -135,6 +143,7 @@ export class CounterChangeApplier {
     const { min, max } = field;
     const version = newVersion();
     const outcome = await this.store.set({ shard, encodedId, counter: field.name, value, min, max, version, expected });
+    this.outages.changeAnswered(outcome.kind === 'applied');
     if (outcome.kind === 'applied' || outcome.kind === 'out-of-range') return outcome.kind;
     return 'changed';
   }

@@ -3,6 +3,17 @@ const lostSince = (lastFlush: Date | null): string =>
     ? `after the last flush that finished before the loss (${lastFlush.toISOString()})`
     : 'since this instance started';
 
+/** What an outage makes unreachable, as a message names it. */
+export type Dependency = 'Redis' | 'database';
+
+const theDependency = (dependency: Dependency): string => (dependency === 'Redis' ? 'Redis' : 'The database');
+
+/** `count` things, in the singular or the plural. */
+const counted = (count: number, one: string, many = `${one}s`): string => `${count} ${count === 1 ? one : many}`;
+
+/** Since when what this instance accepted is counted: its last flush that went well, if one did. */
+const sinceFlush = (flushed: boolean): string => (flushed ? 'since its last flush' : 'since it started');
+
 /** Longest id a message quotes; a longer one is told by its length, so a message stays a sentence. */
 const MAX_QUOTED_LENGTH = 100;
 
@@ -154,6 +165,39 @@ export const MESSAGES = {
       .join(', ') +
     `; ${left.rows === null ? 'an unknown number of' : left.rows} row(s) wait in Redis for a running instance's ` +
     `flush. Nothing is lost: they reach the database once an instance flushes them.`,
+  finalFlushNothingPending: (left: { refused: number; flushed: boolean }) =>
+    `Redis is unreachable, so the final counter flush could not run; this instance accepted no counter change ` +
+    `${sinceFlush(left.flushed)}` +
+    (left.refused > 0
+      ? ` (${left.refused} ${left.refused === 1 ? 'was' : 'were'} refused while Redis was unreachable)`
+      : '') +
+    `: nothing of its own was pending.`,
+  finalFlushMayLeave: (left: { accepted: number; uncertain: number; flushed: boolean }) =>
+    `Redis is unreachable, so the final counter flush could not run; ` +
+    [
+      left.accepted > 0 &&
+        `${counted(left.accepted, 'counter change')} this instance accepted ${sinceFlush(left.flushed)}`,
+      left.uncertain > 0 &&
+        `${counted(left.uncertain, 'change')} whose outcome is unknown (sent as Redis stopped answering)`,
+    ]
+      .filter(Boolean)
+      .join(' and ') +
+    ` may wait in Redis. An instance flushes them once Redis is back; nothing is lost unless Redis lost its data.`,
+  outageBegan: (dependency: Dependency, reason: string) =>
+    dependency === 'Redis'
+      ? `Redis became unreachable (${reason}). Counter changes fail and reads fall back to the database until it ` +
+        `returns; flushes retry with backoff, logged at debug level.`
+      : `The database became unreachable (${reason}). Counter changes wait in Redis and reads come from there; ` +
+        `flushes retry with backoff, logged at debug level.`,
+  outageEnded: (dependency: Dependency, failedFlushes: number, refusedChanges: number) =>
+    `${theDependency(dependency)} is back after ` +
+    [
+      (failedFlushes > 0 || refusedChanges === 0) && counted(failedFlushes, 'failed flush', 'failed flushes'),
+      refusedChanges > 0 && counted(refusedChanges, 'refused change'),
+    ]
+      .filter(Boolean)
+      .join(' and ') +
+    '.',
   redisConnectionLost: (reason: string) =>
     `Redis connection lost (${reason}); counter reads fall back to the database and changes fail until it returns.`,
   redisConnectionRestored: () => `Redis connection restored.`,

@@ -14,6 +14,7 @@ import { CounterStatusReader } from './counter-status.reader.js';
 import { CounterFlushScheduler } from './flush/counter-flush.scheduler.js';
 import { CounterFlusher } from './flush/counter.flusher.js';
 import { FlushHistory } from './flush/flush.history.js';
+import { OutageLog } from './flush/outage.log.js';
 import { CounterHealthIndicator } from './health/counter.health-indicator.js';
 import { CounterInterceptor } from './interceptors/counter.interceptor.js';
 import type { ResolvedCounterOptions } from './interfaces/resolved-counter-options.interface.js';
@@ -39,6 +40,7 @@ import { CounterValueHydrator } from './sql/counter-value.hydrator.js';
     CounterDatabase,
     CounterValueHydrator,
     FlushHistory,
+    OutageLog,
     CounterReader,
     CounterFlusher,
     CounterFlushScheduler,

@@ -30,6 +30,8 @@ export interface ChaosWorkerOptions {
   counter?: WorkerCounterOptions;
   /** Connection options for this instance, e.g. through a proxy (default: the deployment's database). */
   database?: DataSourceOptions;
+  /** Nest log levels the instance prints (default: errors and warnings). */
+  logLevels?: WorkerConfig['logLevels'];
 }
 
 export class ChaosDeployment {
@@ -81,6 +83,7 @@ export class ChaosDeployment {
       name: options.name,
       database: options.database ?? this.database.options,
       counter: { ...this.counterDefaults, ...options.counter },
+      logLevels: options.logLevels,
     });
     this.workers.push(worker);
     return worker;

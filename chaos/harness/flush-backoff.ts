@@ -1,6 +1,6 @@
 // How a worker's scheduled flush backs off while the database is down, seen from outside in two ways:
 // - its log: each failed scheduled flush logs "Counter flush failed (attempt N) … retried in D ms",
-//   the delay it drew (lib/counter-flush.scheduler.ts);
+//   the delay it drew (lib/flush/outage.log.ts; at debug level when an outage explains the failure);
 // - its status(): polled, it shows when each failure happened (lastFailedFlushAt) and its number in the
 //   row (consecutiveFailedFlushes), and whether the last success moved.
 import type { CounterStatus } from '../../lib/index.js';

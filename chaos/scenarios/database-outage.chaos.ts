@@ -94,7 +94,11 @@ describe.each(CHAOS_DATABASES)('scenario 3: the database down during the flushes
       const targets = await insertArticleTargets(observer, ROWS, new CounterKeys(prefix, COUNTER_DEFAULTS.shards));
       const start = await readTargets(observer, targets);
       const { proxy, options } = await deployment.databaseProxy();
-      const workers = await deployment.startWorkers(['a', 'b'], { database: options });
+      // Debug too: an outage's failed flushes, with the delays they drew, are logged at that level.
+      const workers = await deployment.startWorkers(['a', 'b'], {
+        database: options,
+        logLevels: ['error', 'warn', 'debug'],
+      });
       const sampler = deployment.startSampler(targets);
       const tally = new TimedDeltas();
       const load = deployment.startLoad({ targets, workers, seed, tally });

@@ -18,12 +18,13 @@ import { CounterFlusher } from './counter.flusher.js';
 import { addCronJob } from '../peer-compat.js';
 import { loadCronJob } from './cron-job.loader.js';
 import { FlushHistory } from './flush.history.js';
+import { dependencyOf, OutageLog } from './outage.log.js';
 
 /**
  * Runs the flush every `flushIntervalMs`, or on the `flushCron` expression, through `SchedulerRegistry`.
  * A tick that comes while a flush runs starts the next one as soon as it ends. A failed flush never stops
- * the timer: it is logged and retried after an exponential backoff with jitter. On shutdown the timer
- * stops and one last flush runs before the connections close.
+ * the timer: it is retried after an exponential backoff with jitter, and logged (see OutageLog). On shutdown
+ * the timer stops and one last flush runs before the connections close.
  */
 @Injectable()
 export class CounterFlushScheduler implements OnApplicationBootstrap, BeforeApplicationShutdown {
@@ -40,6 +41,7 @@ export class CounterFlushScheduler implements OnApplicationBootstrap, BeforeAppl
     private readonly flusher: CounterFlusher,
     private readonly history: FlushHistory,
     private readonly statusReader: CounterStatusReader,
+    private readonly outages: OutageLog,
     @Inject(COUNTER_OPTIONS) private readonly options: ResolvedCounterOptions,
     @Optional() private readonly schedulerRegistry?: SchedulerRegistry,
   ) {}
@@ -68,16 +70,19 @@ export class CounterFlushScheduler implements OnApplicationBootstrap, BeforeAppl
     await this.running;
     if (!this.options.flushOnShutdown) return;
     try {
-      const report = await this.flusher.flush();
-      if (report.error) this.logger.error(`${MESSAGES.finalFlushFailed()} ${report.error.message}`);
-      await this.warnOfWorkLeft(report);
+      await this.warnOfWorkLeft(await this.flusher.flush());
     } catch (error) {
       this.logger.error(`${MESSAGES.finalFlushFailed()} ${(error as Error).message}`);
     }
   }
 
-  /** Says what a final flush left in Redis and why: no instance may be left running to flush it soon. */
+  /**
+   * Says what a final flush left in Redis and why: no instance may be left running to flush it soon. With
+   * Redis unreachable nobody can count it, so this instance says what it knows of its own changes.
+   */
   private async warnOfWorkLeft({ busyShards, lostLeases, failedShards, error }: FlushReport): Promise<void> {
+    if (error && dependencyOf(error) === 'Redis') return this.outages.finalFlushCouldNotRun();
+    if (error) this.logger.error(`${MESSAGES.finalFlushFailed()} ${error.message}`);
     if (busyShards + lostLeases + failedShards === 0 && !error) return;
     const { pendingRows: rows } = await this.statusReader.status();
     this.logger.warn(
@@ -143,6 +148,6 @@ export class CounterFlushScheduler implements OnApplicationBootstrap, BeforeAppl
     const ceiling = Math.min(this.options.flushMaxBackoffMs, this.options.flushIntervalMs * 2 ** failures);
     const delay = Math.round(ceiling / 2 + (Math.random() * ceiling) / 2);
     this.nextAttemptAt = Date.now() + delay;
-    this.logger.error(`${MESSAGES.flushFailed(failures, delay)} ${error.message}`, error.stack);
+    this.outages.flushFailed(error, failures, delay);
   }
 }

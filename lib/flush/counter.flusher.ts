@@ -17,6 +17,7 @@ import { FlushHistory } from './flush.history.js';
 import { FlushPass, flushShardsOf, type FlushShard } from './flush.pass.js';
 import { FlushPipeline, type GroupWritten } from './flush.pipeline.js';
 import { LeaseKeeper } from './lease.keeper.js';
+import { OutageLog, type ChangesMark } from './outage.log.js';
 import { RedisDataLossDetector } from './redis-data-loss.detector.js';
 import { ShardsLostWhileDown } from './shards-lost-while-down.js';
 
@@ -41,6 +42,7 @@ export class CounterFlusher implements OnApplicationBootstrap {
     private readonly keys: CounterKeys,
     private readonly database: CounterDatabase,
     private readonly history: FlushHistory,
+    private readonly outages: OutageLog,
     @Inject(COUNTER_OPTIONS) private readonly options: ResolvedCounterOptions,
     @Inject(COUNTER_INSTRUMENTS) private readonly instruments: CounterInstruments,
     @Inject(COUNTER_TRACER) private readonly tracer: CounterTracer,
@@ -63,6 +65,7 @@ export class CounterFlusher implements OnApplicationBootstrap {
 
   private async flushNow(): Promise<FlushReport> {
     const pass = new FlushPass();
+    const changesMade = this.outages.flushStarting();
     await this.readBacklog(pass);
     const leases = new LeaseKeeper(this.store, pass, this.options.flushLeaseMs);
     leases.start();
@@ -78,7 +81,7 @@ export class CounterFlusher implements OnApplicationBootstrap {
       await leases.stop();
     }
     await leases.releaseHeld();
-    return this.finish(pass);
+    return this.finish(pass, changesMade);
   }
 
   /**
@@ -267,11 +270,15 @@ export class CounterFlusher implements OnApplicationBootstrap {
     await this.store.release(shard.keys, pass.token);
   }
 
-  /** Records how the flush went, prunes the ledger when due after one that went well, and reports. */
-  private async finish(pass: FlushPass): Promise<FlushReport> {
+  /**
+   * Records how the flush went (`changesMade`: this instance's changes when it began), prunes the ledger
+   * when due after one that went well, and reports.
+   */
+  private async finish(pass: FlushPass, changesMade: ChangesMark): Promise<FlushReport> {
     const { report } = pass;
     if (pass.lostShards > 0) this.history.redisDataLost(pass.lostShards, [...pass.lostEntities], [...pass.keysMadeOf]);
     this.history.flushEnded(report, pass.shardsWithWork);
+    this.outages.flushEnded(report, changesMade);
     if (!report.error) {
       this.lossDetector.shardsInPlace();
       await this.database.pruneLedgerWhenDue();

@@ -101,7 +101,8 @@ export class ScriptRunner {
   }
 
   notSendable(): CounterStoreUnavailableError {
-    return new CounterStoreUnavailableError(MESSAGES.storeUnavailable(`connection is ${this.client.status}`, false));
+    const reason = `connection is ${this.client.status}`;
+    return new CounterStoreUnavailableError(MESSAGES.storeUnavailable(reason, false), { cause: new Error(reason) });
   }
 
   /**
