@@ -8,7 +8,8 @@ import { number, noun, seconds, signed } from './dom.js';
 const text = (id, value) => (document.getElementById(id).textContent = value);
 
 function phaseText(burst) {
-  if (burst.phase === 'sending') return `Sending: ${number(burst.answered)} of ${number(burst.requests)} requests answered…`;
+  if (burst.phase === 'sending')
+    return `Sending: ${number(burst.answered)} of ${number(burst.requests)} requests answered…`;
   if (burst.phase === 'flushing') {
     const pending = burst.pending ?? 0;
     return `All ${number(burst.requests)} requests answered; ${number(pending)} ${noun(pending, 'change')} wait for a flush…`;
@@ -25,14 +26,20 @@ export async function refreshBurst() {
   box.dataset.phase = burst.phase;
   text('burst-phase', phaseText(burst));
   text('burst-accepted', number(burst.accepted));
-  text('burst-accepted-detail', `${number(burst.views)} views, ${signed(burst.likes)} likes, ${number(burst.refused)} refused`);
+  text(
+    'burst-accepted-detail',
+    `${number(burst.views)} views, ${signed(burst.likes)} likes, ${number(burst.refused)} refused`,
+  );
   text('burst-statements', number(burst.statements));
   text(
     'burst-statements-detail',
     `${number(burst.updates)} ${noun(burst.updates, 'UPDATE')} in ${number(burst.transactions)} ${noun(burst.transactions, 'transaction')}`,
   );
   text('burst-rows', number(burst.rowsWritten));
-  text('burst-rows-detail', `${number(burst.flushes)} ${noun(burst.flushes, 'flush', 'flushes')}, ${number(burst.batches)} ${noun(burst.batches, 'batch', 'batches')}`);
+  text(
+    'burst-rows-detail',
+    `${number(burst.flushes)} ${noun(burst.flushes, 'flush', 'flushes')}, ${number(burst.batches)} ${noun(burst.batches, 'batch', 'batches')}`,
+  );
   text('burst-lost', burst.lost === null ? '…' : number(burst.lost));
   text(
     'burst-lost-detail',

@@ -45,9 +45,9 @@ export async function refreshFlush() {
   toggle.setAttribute('aria-pressed', String(flush.paused));
   text('flush-schedule', flush.paused ? 'paused' : `every ${seconds(flush.intervalMs)}`);
   document.getElementById('flush').classList.toggle('paused', flush.paused);
-  document.getElementById('flush-log').replaceChildren(
-    ...flush.log.slice(0, LOG_SHOWN).map((entry) => h('li', {}, describe(entry))),
-  );
+  document
+    .getElementById('flush-log')
+    .replaceChildren(...flush.log.slice(0, LOG_SHOWN).map((entry) => h('li', {}, describe(entry))));
   drawChart(flush.timeline);
   showLastWrite();
 }

@@ -12,30 +12,30 @@ const COUNTERS = [
 
 const state = { solutionId: Number(localStorage.getItem('judge.solutionId')) || 1 };
 
-export const selectedSolution = () => state.solutionId;
-
 /** The rows of the inspector, once: `live 214 · in SQL 212 · +2 pending` per counter. */
 export function renderInspector() {
-  document.getElementById('inspector-values').replaceChildren(
-    ...COUNTERS.map(([counter, label]) =>
-      h(
-        'li',
-        { 'data-counter': counter },
-        h('span', { class: 'label' }, label),
+  document
+    .getElementById('inspector-values')
+    .replaceChildren(
+      ...COUNTERS.map(([counter, label]) =>
         h(
-          'span',
-          { class: 'values' },
-          'live ',
-          h('span', { class: 'live', 'data-live': counter }, '…'),
-          ' · in SQL ',
-          h('span', { class: 'sql', 'data-sql': counter }, '…'),
-          ' · ',
-          h('span', { class: 'pending', 'data-pending': counter }, '…'),
-          ' pending',
+          'li',
+          { 'data-counter': counter },
+          h('span', { class: 'label' }, label),
+          h(
+            'span',
+            { class: 'values' },
+            'live ',
+            h('span', { class: 'live', 'data-live': counter }, '…'),
+            ' · in SQL ',
+            h('span', { class: 'sql', 'data-sql': counter }, '…'),
+            ' · ',
+            h('span', { class: 'pending', 'data-pending': counter }, '…'),
+            ' pending',
+          ),
         ),
       ),
-    ),
-  );
+    );
 }
 
 /** The solutions one can pick, from the overview's problems. */
@@ -63,6 +63,8 @@ export function selectSolution(id) {
 
 /** Reads `GET /solutions/:id/counters` (which counts no view). `fresh`: another solution, nothing flashes. */
 export async function refreshInspector(fresh = false) {
+  // Not before the overview listed the solutions: the one remembered may be gone.
+  if (document.getElementById('inspect-solution').options.length === 0) return;
   const id = state.solutionId;
   const { counters } = await api('GET', `/solutions/${id}/counters`);
   if (id !== state.solutionId) return;
@@ -72,6 +74,8 @@ export async function refreshInspector(fresh = false) {
     setText(cell('live'), number(live));
     setText(cell('sql'), number(sql), !fresh);
     setText(cell('pending'), signed(pending));
-    cell('pending').closest('li').classList.toggle('has-pending', pending !== 0);
+    cell('pending')
+      .closest('li')
+      .classList.toggle('has-pending', pending !== 0);
   }
 }

@@ -5,7 +5,7 @@ import { api, every, session } from './api.js';
 import { refreshBurst, startBurst } from './burst.js';
 import { h } from './dom.js';
 import { onFlushChange, refreshFlush, refreshStatus, wireFlushButtons } from './flush-panel.js';
-import { listSolutions, refreshInspector, renderInspector, selectedSolution, selectSolution } from './inspector.js';
+import { listSolutions, refreshInspector, renderInspector, selectSolution } from './inspector.js';
 import { onOpen, openSolution, refreshProblems, userChanged } from './problems.js';
 
 const PROBLEMS_EVERY_MS = 2000;
@@ -40,12 +40,11 @@ async function start() {
     userChanged();
     void problems();
   });
-  // Opening a solution from the picker counts a view, as its title's link does.
-  document.getElementById('inspect-solution').addEventListener('change', (event) => {
-    void openSolution(Number(event.currentTarget.value));
-  });
+  // Opening a solution from the picker counts a view, as its title's link does; a burst goes to it.
+  const picker = document.getElementById('inspect-solution');
+  picker.addEventListener('change', () => void openSolution(Number(picker.value)));
   document.getElementById('burst-start').addEventListener('click', () =>
-    startBurst(selectedSolution(), async () => {
+    startBurst(Number(picker.value), async () => {
       await burst();
       await inspector();
     }),

@@ -21,7 +21,11 @@ function stat(type, id, field, value, one, many) {
     { class: 'stat' },
     h('span', { class: 'count', 'data-count': key }, String(value)),
     ' ',
-    h('span', { class: 'unit', 'data-unit': key, 'data-one': one, 'data-many': many ?? `${one}s` }, noun(value, one, many)),
+    h(
+      'span',
+      { class: 'unit', 'data-unit': key, 'data-one': one, 'data-many': many ?? `${one}s` },
+      noun(value, one, many),
+    ),
   );
 }
 
