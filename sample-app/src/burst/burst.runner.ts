@@ -82,7 +82,7 @@ export class BurstRunner implements OnApplicationShutdown {
       const flushes = this.log.read();
       const statements = this.statements.read();
       Object.assign(tally, {
-        pending: live.like_count - sql.like_count + (live.view_count - sql.view_count),
+        pending: Math.abs(live.like_count - sql.like_count) + Math.abs(live.view_count - sql.view_count),
         flushes: flushes.flushes - flushesBefore.flushes,
         rowsWritten: flushes.rows - flushesBefore.rows,
         batches: flushes.batches - flushesBefore.batches,
@@ -96,7 +96,7 @@ export class BurstRunner implements OnApplicationShutdown {
           view_count: tally.before.view_count + tally.views,
         };
         tally.sql = sql;
-        tally.lost = expected.like_count - sql.like_count + (expected.view_count - sql.view_count);
+        tally.lost = Math.abs(expected.like_count - sql.like_count) + Math.abs(expected.view_count - sql.view_count);
         tally.phase = 'done';
         tally.doneAt = new Date().toISOString();
         return;

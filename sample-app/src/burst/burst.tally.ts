@@ -26,7 +26,7 @@ export interface BurstTally {
   refusal: string | null;
   /** The solution's live values before the burst. */
   before: BurstValues;
-  /** Changes of the solution still waiting for a flush (live minus SQL), while flushing. */
+  /** How far the solution's SQL values trail its live ones (both counters), while flushing. */
   pending: number | null;
   /** What the flushes since its start did (FlushLoop's, see FlushLog and SqlStatementCounter). */
   flushes: number;
@@ -35,7 +35,10 @@ export interface BurstTally {
   statements: number;
   updates: number;
   transactions: number;
-  /** The solution's SQL values at the end, and what they lack of `before` plus the accepted changes. */
+  /**
+   * The solution's SQL values at the end, and how far they are from `before` plus the accepted changes
+   * (both counters, either way): 0 unless a change was lost, doubled, or made by another client meanwhile.
+   */
   sql: BurstValues | null;
   lost: number | null;
 }
