@@ -1,16 +1,12 @@
 import { createServer, type Server } from 'node:http';
 import { mkdirSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
-import type { INestApplication } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
-import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 import { DataSource } from 'typeorm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { CounterService } from '../../lib/index.js';
-import { CHROMIUM_PATH, chromiumAvailable } from '../support/chromium.js';
-import { createTestDatabase, type TestDatabase } from '../../support/databases.js';
+import { chromiumAvailable } from '../support/chromium.js';
 import { flushEverything } from '../support/flush-everything.js';
-import { deleteKeys, REDIS_URL, testRedis, uniquePrefix } from '../../support/redis.js';
+import { usePageHarness } from './page-harness.js';
 
 const SCREENSHOT = 'test-output/browser/sample-app.png';
 
@@ -41,63 +37,16 @@ const COLUMNS: Record<string, Record<string, string>> = {
 const TABLES: Record<string, string> = { problem: 'problems', solution: 'solutions', comment: 'comments' };
 
 // The page `npm start` serves, in headless Chromium: what it shows after likes, unlikes and comments
-// matches the database once flushed, users' markup renders as text and runs nothing, and another
-// site's form cannot post to it.
+// matches the database once flushed, comments show their authors and counts their nouns, users' markup
+// renders as text and runs nothing, and another site's form cannot post to it. (The flush's panels:
+// sample-app-flush.spec.ts.)
 describe.skipIf(!chromiumAvailable())("the sample app's page in Chromium", () => {
-  const prefix = uniquePrefix('page');
-  const redis = testRedis();
-  const saved = new Map(['DATABASE_URL', 'REDIS_URL', 'COUNTER_KEY_PREFIX'].map((key) => [key, process.env[key]]));
-  const dialogs: string[] = [];
-  const pageErrors: string[] = [];
-  let database: TestDatabase;
-  let app: INestApplication;
-  let base: string;
-  let browser: Browser;
-  let page: Page;
+  const harness = usePageHarness('page');
+  const { dialogs, pageErrors } = harness;
 
-  beforeAll(async () => {
-    database = await createTestDatabase('sqlite');
-    Object.assign(process.env, {
-      DATABASE_URL: `sqlite://${String(database.options.database)}`,
-      REDIS_URL,
-      COUNTER_KEY_PREFIX: prefix,
-    });
-    const { AppModule } = await import('../../sample-app/src/app.module.js');
-    app = await NestFactory.create(AppModule, { logger: ['error'], abortOnError: false });
-    await app.listen(0, '127.0.0.1');
-    base = `http://127.0.0.1:${(app.getHttpServer().address() as AddressInfo).port}`;
-
-    browser = await puppeteer.launch({
-      executablePath: CHROMIUM_PATH,
-      headless: true,
-      // Root in a container has no user namespace for Chromium's sandbox.
-      args: ['--no-sandbox'],
-    });
-    page = await browser.newPage();
-    page.setDefaultTimeout(15_000);
-    await page.setViewport({ width: 1200, height: 900 });
-    page.on('dialog', (dialog) => {
-      dialogs.push(dialog.message());
-      void dialog.dismiss();
-    });
-    page.on('pageerror', (error) => pageErrors.push(String(error)));
-  });
-
-  afterAll(async () => {
-    await browser?.close();
-    await app?.close();
-    for (const [key, value] of saved) {
-      if (value === undefined) delete process.env[key];
-      else process.env[key] = value;
-    }
-    await deleteKeys(redis, prefix);
-    redis.disconnect();
-    await database?.drop();
-  });
-
-  const shown = (key: string) => page.$eval(`[data-count="${key}"]`, (node) => Number(node.textContent));
+  const shown = (key: string) => harness.page.$eval(`[data-count="${key}"]`, (node) => Number(node.textContent));
   const waitForShown = (key: string, value: number) =>
-    page.waitForFunction(
+    harness.page.waitForFunction(
       (selector, expected) => document.querySelector(selector)?.textContent === String(expected),
       {},
       `[data-count="${key}"]`,
@@ -105,17 +54,18 @@ describe.skipIf(!chromiumAvailable())("the sample app's page in Chromium", () =>
     );
   const likeButton = '#solution-1 > .counts button.like';
   const waitForPressed = (pressed: boolean) =>
-    page.waitForFunction(
+    harness.page.waitForFunction(
       (selector, expected) => document.querySelector(selector)?.getAttribute('aria-pressed') === expected,
       {},
       likeButton,
       String(pressed),
     );
   const signInAs = async (userId: number, likesSolution1: boolean) => {
-    await page.select('#user', String(userId));
+    await harness.page.select('#user', String(userId));
     await waitForPressed(likesSolution1);
   };
   const postComment = async (text: string) => {
+    const { page } = harness;
     await page.type('#solution-1 .comment-form textarea', text);
     await page.click('#solution-1 .comment-form button[type="submit"]');
     await page.waitForFunction(
@@ -127,6 +77,7 @@ describe.skipIf(!chromiumAvailable())("the sample app's page in Chromium", () =>
   };
 
   it('likes as two users, unlikes, comments, and shows what the database holds after a flush', async () => {
+    const { app, base, page } = harness;
     // A title with markup, posted the way curl would (no Origin): the page must show it as text.
     const created = await fetch(`${base}/problems/3/solutions`, {
       method: 'POST',
@@ -163,6 +114,15 @@ describe.skipIf(!chromiumAvailable())("the sample app's page in Chromium", () =>
     expect(await page.$$eval('#problems img, #problems script', (nodes) => nodes.length)).toBe(0);
     expect(await page.evaluate(() => window.__xss)).toBeUndefined();
 
+    // A comment shows its author (the user signed in when it was posted); a count of one, its noun's singular.
+    const authors = await page.$$eval('#solution-1 .comment .author', (nodes) => nodes.map((n) => n.textContent));
+    expect(authors).toEqual(['Alan', 'Grace', 'Ada', 'Grace', 'Grace']);
+    const unit = (key: string) => page.$eval(`[data-unit="${key}"]`, (node) => node.textContent);
+    expect(await unit('solution:2:commentCount')).toBe('comment');
+    expect(await unit('comment:1:replyCount')).toBe('reply');
+    expect(await unit('comment:2:replyCount')).toBe('replies');
+    expect(await unit('solution:1:commentCount')).toBe('comments');
+
     await flushEverything(app.get(CounterService));
     await page.reload();
     await page.waitForSelector(`${likeButton}[aria-pressed]`);
@@ -184,6 +144,10 @@ describe.skipIf(!chromiumAvailable())("the sample app's page in Chromium", () =>
       'SELECT content FROM comments WHERE solution_id = 1 ORDER BY id DESC LIMIT 2',
     );
     expect(stored).toEqual([{ content: XSS_COMMENT }, { content: 'Looking up first also handles target = 2x.' }]);
+    const written = await dataSource.query(
+      'SELECT author_id FROM comments WHERE solution_id = 1 ORDER BY id DESC LIMIT 2',
+    );
+    expect(written).toEqual([{ author_id: 2 }, { author_id: 2 }]);
 
     expect(await page.evaluate(() => window.__xss)).toBeUndefined();
     expect(dialogs).toEqual([]);
@@ -193,6 +157,7 @@ describe.skipIf(!chromiumAvailable())("the sample app's page in Chromium", () =>
   });
 
   it("refuses another site's form posting a comment", async () => {
+    const { app, base, page } = harness;
     // localhost is another site than 127.0.0.1: Chromium sends Origin and Sec-Fetch-Site: cross-site.
     const forger = await serve(
       `<form method="post" action="${base}/solutions/1/comments">` +

@@ -3,6 +3,7 @@ import { Counted } from 'nestjs-counter';
 import { Solution } from '../solutions/solution.entity.js';
 import { countRows } from '../common/count-rows.source.js';
 import { countLikes } from '../likes/like.entity.js';
+import { User } from '../users/user.entity.js';
 
 @Entity('comments')
 export class Comment {
@@ -22,6 +23,14 @@ export class Comment {
 
   @Column({ type: 'text' })
   content!: string;
+
+  /** Who wrote it: the signed-in user, or null for a comment posted without one (curl). */
+  @Column({ name: 'author_id', type: 'int', nullable: true })
+  authorId!: number | null;
+
+  @ManyToOne(() => User, { onDelete: 'SET NULL' })
+  @JoinColumn({ name: 'author_id' })
+  author?: Relation<User> | null;
 
   @Counted('like_count', { min: 0, source: countLikes('comment') })
   @Column({ name: 'like_count', type: 'int', default: 0 })

@@ -7,9 +7,10 @@ import { Comment } from './comment.entity.js';
 import { CommentsController } from './comments.controller.js';
 import { CommentsService } from './comments.service.js';
 import { SolutionCommentsController } from './solution-comments.controller.js';
+import { User } from '../users/user.entity.js';
 
 @Module({
-  imports: [TypeOrmModule.forFeature([Comment, Solution]), LikesModule],
+  imports: [TypeOrmModule.forFeature([Comment, Solution, User]), LikesModule],
   controllers: [CommentsController, SolutionCommentsController, CommentLikesController],
   providers: [CommentsService],
 })

@@ -1,5 +1,7 @@
 /** Demo rows written on first start. Counts of children (solutions, comments, replies) are derived. */
 export interface DemoComment {
+  /** One of DEMO_USERS. */
+  author: string;
   content: string;
   likes: number;
   replies?: DemoComment[];
@@ -35,11 +37,12 @@ export const DEMO_PROBLEMS: DemoProblem[] = [
         likes: 212,
         comments: [
           {
+            author: 'Alan',
             content: 'Clean. Why look up before inserting?',
             likes: 4,
-            replies: [{ content: 'So x never pairs with itself.', likes: 9 }],
+            replies: [{ author: 'Grace', content: 'So x never pairs with itself.', likes: 9 }],
           },
-          { content: 'Works for negative numbers too.', likes: 2 },
+          { author: 'Ada', content: 'Works for negative numbers too.', likes: 2 },
         ],
       },
       {
@@ -47,7 +50,7 @@ export const DEMO_PROBLEMS: DemoProblem[] = [
         content: 'Sort (value, index) pairs, then move two pointers inwards. O(n log n) time, O(n) space.',
         views: 1900,
         likes: 48,
-        comments: [{ content: 'Remember to keep the original indices.', likes: 6 }],
+        comments: [{ author: 'Alan', content: 'Remember to keep the original indices.', likes: 6 }],
       },
     ],
   },
@@ -62,7 +65,13 @@ export const DEMO_PROBLEMS: DemoProblem[] = [
         content: 'Each of the 2n-1 centres expands while both ends match. O(n²) time, O(1) space.',
         views: 3100,
         likes: 150,
-        comments: [{ content: 'Manacher does it in O(n), but this is what I would write in an interview.', likes: 11 }],
+        comments: [
+          {
+            author: 'Edsger',
+            content: 'Manacher does it in O(n), but this is what I would write in an interview.',
+            likes: 11,
+          },
+        ],
       },
     ],
   },

@@ -24,7 +24,9 @@ export class DemoDataSeeder implements OnModuleInit {
     await this.seedUsers();
     if ((await this.dataSource.getRepository(Problem).count()) > 0) return;
     await this.staleCounters.clear();
-    await this.dataSource.transaction((manager) => this.seed(manager));
+    const users = await this.dataSource.getRepository(User).find({ where: { simulated: false } });
+    const authors = new Map(users.map((user) => [user.name, user.id]));
+    await this.dataSource.transaction((manager) => this.seed(manager, authors));
     this.logger.log(`Created ${DEMO_PROBLEMS.length} demo problems with their solutions and comments.`);
   }
 
@@ -36,7 +38,8 @@ export class DemoDataSeeder implements OnModuleInit {
     this.logger.log(`Created ${DEMO_USERS.length} demo users: ${DEMO_USERS.join(', ')}.`);
   }
 
-  private async seed(manager: EntityManager): Promise<void> {
+  /** `authors`: user ids by name. */
+  private async seed(manager: EntityManager, authors: Map<string, number>): Promise<void> {
     for (const demo of DEMO_PROBLEMS) {
       const problem = await manager.save(
         manager.create(Problem, {
@@ -58,13 +61,14 @@ export class DemoDataSeeder implements OnModuleInit {
             commentCount: countComments(solution.comments),
           }),
         );
-        await this.seedComments(manager, saved.id, null, solution.comments);
+        await this.seedComments(manager, authors, saved.id, null, solution.comments);
       }
     }
   }
 
   private async seedComments(
     manager: EntityManager,
+    authors: Map<string, number>,
     solutionId: number,
     parentId: number | null,
     comments: DemoComment[],
@@ -75,11 +79,12 @@ export class DemoDataSeeder implements OnModuleInit {
           solutionId,
           parentId,
           content: comment.content,
+          authorId: authors.get(comment.author) ?? null,
           likeCount: comment.likes,
           replyCount: comment.replies?.length ?? 0,
         }),
       );
-      await this.seedComments(manager, solutionId, saved.id, comment.replies ?? []);
+      await this.seedComments(manager, authors, solutionId, saved.id, comment.replies ?? []);
     }
   }
 }

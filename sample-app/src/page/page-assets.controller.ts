@@ -6,7 +6,7 @@ import { setPageHeaders, type HeaderSink } from './page-headers.js';
 export class PageAssetsController {
   constructor(private readonly assets: PageAssets) {}
 
-  /** GET /assets/page.js and /assets/page.css: the page's script and stylesheet. */
+  /** GET /assets/page.css, /assets/page.js and its modules: the page's stylesheet and script. */
   @Get(':name')
   get(@Param('name') name: string, @Res({ passthrough: true }) response: HeaderSink): string {
     const asset = name === 'index.html' ? undefined : this.assets.get(name);

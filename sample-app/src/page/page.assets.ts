@@ -10,10 +10,20 @@ export interface PageAsset {
 /** sample-app/public/, from src/page/ or dist/page/ alike. */
 const PUBLIC_DIRECTORY = new URL('../../public/', import.meta.url);
 
+const SCRIPT = 'text/javascript; charset=utf-8';
+
+/** The page's files: the page, its stylesheet, and its script's modules. */
 const TYPES: Record<string, string> = {
   'index.html': 'text/html; charset=utf-8',
-  'page.js': 'text/javascript; charset=utf-8',
   'page.css': 'text/css; charset=utf-8',
+  'page.js': SCRIPT,
+  'api.js': SCRIPT,
+  'dom.js': SCRIPT,
+  'problems.js': SCRIPT,
+  'inspector.js': SCRIPT,
+  'flush-panel.js': SCRIPT,
+  'chart.js': SCRIPT,
+  'burst.js': SCRIPT,
 };
 
 /**

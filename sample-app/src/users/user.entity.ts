@@ -8,4 +8,8 @@ export class User {
 
   @Column({ type: 'varchar', length: 100 })
   name!: string;
+
+  /** One of the visitors a burst simulates (see burst/burst-visitors.ts): not offered as a sign-in. */
+  @Column({ type: 'boolean', default: false })
+  simulated!: boolean;
 }

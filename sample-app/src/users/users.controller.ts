@@ -7,9 +7,9 @@ import { User } from './user.entity.js';
 export class UsersController {
   constructor(@InjectRepository(User) private readonly users: Repository<User>) {}
 
-  /** GET /users: the demo users one can sign in as (send `X-User-Id`). */
+  /** GET /users: the demo users one can sign in as (send `X-User-Id`), not the simulated visitors. */
   @Get()
-  list(): Promise<User[]> {
-    return this.users.find({ order: { id: 'ASC' } });
+  list(): Promise<Pick<User, 'id' | 'name'>[]> {
+    return this.users.find({ select: { id: true, name: true }, where: { simulated: false }, order: { id: 'ASC' } });
   }
 }
