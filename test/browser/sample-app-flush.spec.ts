@@ -3,8 +3,11 @@ import { describe, expect, it } from 'vitest';
 import { chromiumAvailable } from '../support/chromium.js';
 import { usePageHarness } from './page-harness.js';
 
-/** Where the screenshots go: the desktop one is README.md's (scripts/screenshots.sh makes them alone). */
-const SCREENSHOTS = 'docs/screenshots';
+/**
+ * Where the screenshots go: test-output/ (not in git), or docs/screenshots/, README.md's, when
+ * scripts/screenshots.sh makes them (COUNTER_SCREENSHOTS_DIR): a test run leaves the tree as it was.
+ */
+const SCREENSHOTS = process.env.COUNTER_SCREENSHOTS_DIR ?? 'test-output/browser';
 
 // The page's globals, as the callbacks run in Chromium use them: the project compiles without the DOM lib.
 interface PageNode {
