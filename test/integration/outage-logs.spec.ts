@@ -1,4 +1,3 @@
-import type { LoggerService } from '@nestjs/common';
 import type { DataSource, DataSourceOptions } from 'typeorm';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { CounterStoreUnavailableError, type CounterModuleOptions } from '../../lib/index.js';
@@ -12,76 +11,15 @@ import { RedisServer } from '../../support/redis-server.js';
 import { uniquePrefix } from '../../support/redis.js';
 import { insertArticles } from '../../support/rows.js';
 import { TcpProxy } from '../../support/tcp-proxy.js';
+import { RecordingLogger, type LogLine } from '../support/recording-logger.js';
+import { CONNECTION_LOST, CONNECTION_RESTORED, REDIS_UNREACHABLE } from '../support/outage-lines.js';
 
 /** Ports of the Redis servers these tests start and kill (the range given to this spec). */
 const PORTS = { flushes: 6440, changes: 6441, nothingPending: 6442, pending: 6443 };
 /** A server that keeps its data through a SIGKILL: a restart is then an outage, not a loss of data. */
 const PERSISTENT = ['--appendonly', 'yes', '--appendfsync', 'always'];
 
-type Level = 'log' | 'error' | 'warn' | 'debug' | 'verbose' | 'fatal';
-
-interface LogLine {
-  level: Level;
-  context?: string;
-  message: string;
-  /** What an error line prints below its message. */
-  stack?: string;
-}
-
-/** Everything the application logs, as a LoggerService given to Nest receives it. */
-class RecordingLogger implements LoggerService {
-  readonly lines: LogLine[] = [];
-
-  error(message: unknown, stack?: string, context?: string): void {
-    this.lines.push({ level: 'error', context, message: String(message), stack });
-  }
-  log(message: unknown, context?: string): void {
-    this.lines.push({ level: 'log', context, message: String(message) });
-  }
-  warn(message: unknown, context?: string): void {
-    this.lines.push({ level: 'warn', context, message: String(message) });
-  }
-  debug(message: unknown, context?: string): void {
-    this.lines.push({ level: 'debug', context, message: String(message) });
-  }
-  verbose(message: unknown, context?: string): void {
-    this.lines.push({ level: 'verbose', context, message: String(message) });
-  }
-  fatal(message: unknown, stack?: string, context?: string): void {
-    this.lines.push({ level: 'fatal', context, message: String(message), stack });
-  }
-
-  /** The lines an operator sees at Nest's default levels (debug and verbose left out). */
-  shown(): LogLine[] {
-    return this.lines.filter(({ level }) => level !== 'debug' && level !== 'verbose');
-  }
-
-  debugLines(): string[] {
-    return this.lines.filter(({ level }) => level === 'debug').map(({ message }) => message);
-  }
-}
-
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** The line the module-made client logs once when its connection drops (lib/redis/counter-redis.handle.ts). */
-const CONNECTION_LOST: LogLine = {
-  level: 'warn',
-  context: 'CounterRedis',
-  message: expect.stringMatching(
-    /^Redis connection lost \(.+\); counter reads fall back to the database and changes fail until it returns\.$/,
-  ) as unknown as string,
-};
-const CONNECTION_RESTORED: LogLine = { level: 'log', context: 'CounterRedis', message: 'Redis connection restored.' };
-
-/** The one line that says Redis went away: its reason (the client's state, as it refused to send) and no stack. */
-const REDIS_UNREACHABLE: LogLine = {
-  level: 'error',
-  context: 'CounterFlush',
-  message: expect.stringMatching(
-    /^Redis became unreachable \(connection is (re)?connecting\)\. Counter changes fail and reads fall back to the database until it returns; flushes retry with backoff, logged at debug level\.$/,
-  ) as unknown as string,
-  stack: undefined,
-};
 
 /** A debug line of a failed flush: its attempt, the backoff it drew, and its reason. */
 const failedFlushLine = (attempt: number) =>
