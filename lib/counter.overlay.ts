@@ -37,7 +37,8 @@ export class CounterOverlay {
       values = await this.reader.read(requests, false);
     } catch (error) {
       if (!(error instanceof CounterStoreUnavailableError)) throw error;
-      this.logger.warn(`${MESSAGES.overlayFailed()} ${error.message}`);
+      // Redis down: logged once as an outage (OutageLog), not once per read.
+      this.logger.debug(`${MESSAGES.overlayFailed()} ${error.message}`);
       for (const { entity, instance } of requests) {
         for (const field of entity.counters)
           if (instance[field.propertyName] === null) instance[field.propertyName] = this.hydrator.hydrate(field, 0);

@@ -28,8 +28,9 @@ const REASONS: Partial<Record<HttpStatus, string>> = {
 /**
  * Answers the counter module's errors over HTTP: 400 for an invalid id, delta, idempotency key or option
  * of recount or audit, 404 for a row that does not exist, 409 for a change that would leave the counter's
- * range, 503 with `Retry-After` while Redis or the database is unavailable. Anything else the module
- * throws (an unknown entity or counter name: a bug in the app) is a 500, logged with its stack. Register it with
+ * range, 503 with `Retry-After` while Redis or the database is unavailable (a debug line each: the outage
+ * itself is logged once). Anything else the module throws (an unknown entity or counter name: a bug in
+ * the app) is a 500, logged with its stack. Register it with
  * `{ provide: APP_FILTER, useClass: CounterExceptionFilter }`, or
  * `app.useGlobalFilters(new CounterExceptionFilter(app.get(HttpAdapterHost)))`.
  * @publicApi
@@ -51,8 +52,9 @@ export class CounterExceptionFilter implements ExceptionFilter<CounterError> {
       message: status >= 500 ? MESSAGES.httpUnavailable(status) : error.message,
       code: error.name,
     };
+    // An outage is logged once when it begins and once when it ends (OutageLog), not once per request.
     if (status === HttpStatus.INTERNAL_SERVER_ERROR) this.logger.error(error.message, error.stack);
-    else if (status === HttpStatus.SERVICE_UNAVAILABLE) this.logger.warn(error.message);
+    else if (status === HttpStatus.SERVICE_UNAVAILABLE) this.logger.debug(error.message);
     const response: unknown = host.switchToHttp().getResponse();
     const { httpAdapter } = this.adapterHost;
     if (status === HttpStatus.SERVICE_UNAVAILABLE) {
