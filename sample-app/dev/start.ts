@@ -4,12 +4,9 @@
 // it says what the app uses and how to stop it.
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { ConfigService } from '@nestjs/config';
-import { DEFAULT_PORT, DEFAULT_REDIS_URL } from '../src/config/app.defaults.js';
-import { counterKeyPrefix } from '../src/config/counter-options.factory.js';
-import { databaseTarget } from '../src/config/database.target.js';
+import { DEFAULT_REDIS_URL } from '../src/config/app.defaults.js';
 import { redisForTheApp, type RedisForTheApp } from './redis.bootstrap.js';
-import { startSummary } from './start-summary.js';
+import { readStartSummary, startSummaryLines } from './start-summary.js';
 
 const [main] = process.argv.slice(2);
 
@@ -23,16 +20,6 @@ try {
 }
 // The app reads the URL from the environment.
 process.env.REDIS_URL = redis.url;
-// main resolves once the app listens.
+// main's module resolves once the app listens.
 await import(pathToFileURL(resolve(main)).href);
-
-// Read as the app reads them (its ConfigModule reads the environment only).
-const config = new ConfigService();
-const lines = startSummary({
-  port: Number(config.get<string>('PORT') || DEFAULT_PORT),
-  redisUrl: redis.url,
-  throwawayRedis: redis.throwaway,
-  database: databaseTarget(config.get<string>('DATABASE_URL')),
-  keyPrefix: counterKeyPrefix(config),
-});
-console.log(lines.join('\n'));
+console.log(startSummaryLines(await readStartSummary(resolve(main), redis)).join('\n'));
