@@ -121,9 +121,18 @@ describe('the sample app as npm start runs it', () => {
     PORT: String(await freePort()),
   });
 
-  /** Starts the app and waits until it serves, checking the throwaway Redis it reports. */
+  /** Starts the app and waits until it serves, checking what it says and the throwaway Redis it reports. */
   async function startWithThrowawayRedis(env: Record<string, string>) {
     const app = startApp(env);
+    try {
+      return { app, ...(await checkThrowawayRedis(app, env)) };
+    } catch (error) {
+      cleanUp(app); // a failed check leaves neither the app nor its Redis running
+      throw error;
+    }
+  }
+
+  async function checkThrowawayRedis(app: RunningApp, env: Record<string, string>) {
     const [, url, pid] = await waitFor(
       app,
       /started a throwaway Redis at (redis:\/\/127\.0\.0\.1:\d+) \(pid (\d+); loopback only, no persistence/,
@@ -148,7 +157,7 @@ describe('the sample app as npm start runs it', () => {
       ]);
       const directory = await setting('dir');
       expect(directory.startsWith(join(tmpdir(), 'judge-redis-'))).toBe(true);
-      return { app, url: url as string, pid: Number(pid), directory };
+      return { url: url as string, pid: Number(pid), directory };
     } finally {
       redis.disconnect();
     }
