@@ -2,14 +2,20 @@ import { Logger } from '@nestjs/common';
 import { RedisServer, RedisServerNotFoundError } from '../../support/redis-server.js';
 import { probeRedis, redact } from './redis.probe.js';
 
+/** The Redis the app uses, and whether the launcher started it for this run. */
+export interface RedisForTheApp {
+  url: string;
+  throwaway: boolean;
+}
+
 /**
- * The Redis URL the app should use: `url` when a Redis answers there, else a throwaway redis-server's
+ * The Redis the app should use: the one at `url` when it answers, else a throwaway redis-server
  * (so that `npm start` works on a machine with redis-server installed but not running). Rejects with
  * one line saying how to get a Redis when neither works.
  */
-export async function redisForTheApp(url: string): Promise<string> {
+export async function redisForTheApp(url: string): Promise<RedisForTheApp> {
   const unreachable = await probeRedis(url);
-  if (unreachable === undefined) return url;
+  if (unreachable === undefined) return { url, throwaway: false };
   let server: RedisServer;
   try {
     server = await RedisServer.start({ directoryPrefix: 'judge-redis-', tiedToThisProcess: true });
@@ -28,5 +34,5 @@ export async function redisForTheApp(url: string): Promise<string> {
       'loopback only, no persistence, stopped when the app exits).',
     'Redis',
   );
-  return server.url;
+  return { url: server.url, throwaway: true };
 }

@@ -1,6 +1,6 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -8,21 +8,17 @@ import { Redis } from 'ioredis';
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../support/free-port.js';
-import { RESP2 } from '../../support/redis.js';
+import { RESP2, uniquePrefix } from '../../support/redis.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
-const require = createRequire(import.meta.url);
 
-/** The sample app as `npm start` runs it: the library, the app and its launcher compiled, then plain node. */
-function compileSampleApp(): void {
-  const tsc = require.resolve('typescript/bin/tsc');
-  for (const project of ['tsconfig.build.json', 'sample-app/tsconfig.json', 'sample-app/dev/tsconfig.json']) {
-    try {
-      execFileSync(process.execPath, [tsc, '-p', project], { cwd: root, stdio: 'pipe' });
-    } catch (error) {
-      const { stdout } = error as { stdout?: Buffer };
-      throw new Error(`compiling ${project} failed:\n${stdout?.toString() ?? ''}`, { cause: error });
-    }
+/** `npm start`'s build (sample-app/dev/build.sh): the library, the app and its launcher; what it printed. */
+function buildSampleApp(): string {
+  try {
+    return execFileSync(join(root, 'sample-app/dev/build.sh'), { cwd: root, stdio: 'pipe', encoding: 'utf8' });
+  } catch (error) {
+    const { stdout, stderr } = error as { stdout?: string; stderr?: string };
+    throw new Error(`npm start's build failed:\n${stdout ?? ''}${stderr ?? ''}`, { cause: error });
   }
 }
 
@@ -85,14 +81,33 @@ async function answers(url: string): Promise<boolean> {
   }
 }
 
-// The README's first command on a machine where Redis is installed but not running: `npm start` starts
-// a private, loopback-only, throwaway Redis, says so in one line, and stops it when the app exits,
-// after the final flush; without redis-server it says in one line how to get a Redis.
-describe('the sample app without a Redis to reach', () => {
+/** The lines `npm start` prints once the app serves (after the launcher's first line). */
+async function summary(app: RunningApp): Promise<string[]> {
+  await waitFor(app, /\n {2}stop {8}.*\n/);
+  const lines = app.output().split('\n');
+  expect(lines[0]).toBe('npm start: starting the online judge…');
+  const first = lines.findIndex((line) => line.startsWith('npm start: the online judge serves'));
+  return lines.slice(first, first + 5);
+}
+
+/** The SQLite file of `sqlite://<file>`, or the app's default: sample-app/data/judge.sqlite. */
+const sqliteFile = (env: Record<string, string>) =>
+  env.DATABASE_URL?.slice('sqlite://'.length) ?? join(root, 'sample-app/data/judge.sqlite');
+
+/** The sample app's default prefix: judge:sqlite: and 8 hex digits of the SQLite file's SHA-256. */
+const defaultPrefix = (env: Record<string, string>) =>
+  `judge:sqlite:${createHash('sha256').update(sqliteFile(env)).digest('hex').slice(0, 8)}`;
+
+// The README's first command: `npm start` builds saying one line per step, and once the app serves says
+// which Redis, database and key prefix it uses and how to stop it. On a machine where Redis is installed
+// but not running it starts a private, loopback-only, throwaway Redis, says so in one line, and stops it
+// when the app exits, after the final flush; without redis-server it says in one line how to get a Redis.
+describe('the sample app as npm start runs it', () => {
   let directory: string;
+  let built: string;
 
   beforeAll(() => {
-    compileSampleApp();
+    built = buildSampleApp();
     directory = mkdtempSync(join(tmpdir(), 'nestjs-counter-sample-'));
   }, 180_000);
 
@@ -106,15 +121,31 @@ describe('the sample app without a Redis to reach', () => {
     PORT: String(await freePort()),
   });
 
-  /** Starts the app and waits until it serves, checking the throwaway Redis it reports. */
+  /** Starts the app and waits until it serves, checking what it says and the throwaway Redis it reports. */
   async function startWithThrowawayRedis(env: Record<string, string>) {
     const app = startApp(env);
+    try {
+      return { app, ...(await checkThrowawayRedis(app, env)) };
+    } catch (error) {
+      cleanUp(app); // a failed check leaves neither the app nor its Redis running
+      throw error;
+    }
+  }
+
+  async function checkThrowawayRedis(app: RunningApp, env: Record<string, string>) {
     const [, url, pid] = await waitFor(
       app,
       /started a throwaway Redis at (redis:\/\/127\.0\.0\.1:\d+) \(pid (\d+); loopback only, no persistence/,
     );
     await waitFor(app, /Online judge listening/);
     expect(app.output()).toContain(`Nothing answers at ${env.REDIS_URL}`);
+    expect(await summary(app)).toEqual([
+      `npm start: the online judge serves http://localhost:${env.PORT}`,
+      `  Redis       ${url} (throwaway: started for this run, no persistence, stopped with the app)`,
+      `  database    SQLite file ${sqliteFile(env)} (DATABASE_URL picks another)`,
+      `  key prefix  ${defaultPrefix(env)} (one per database; COUNTER_KEY_PREFIX overrides it)`,
+      '  stop        Ctrl-C: the changes still in Redis are flushed to the database first',
+    ]);
     const redis = new Redis(url as string, RESP2);
     try {
       // Loopback only, no persistence, a directory of its own.
@@ -126,7 +157,7 @@ describe('the sample app without a Redis to reach', () => {
       ]);
       const directory = await setting('dir');
       expect(directory.startsWith(join(tmpdir(), 'judge-redis-'))).toBe(true);
-      return { app, url: url as string, pid: Number(pid), directory };
+      return { url: url as string, pid: Number(pid), directory };
     } finally {
       redis.disconnect();
     }
@@ -151,6 +182,11 @@ describe('the sample app without a Redis to reach', () => {
         });
         // The demo data gives solution 1 212 likes.
         expect(await like.json()).toEqual({ id: 1, userId: 1, liked: true, changed: true, like_count: 213 });
+        // Every key the app wrote is under the prefix it printed.
+        const redis = new Redis(url, RESP2);
+        const keys = await redis.keys('*').finally(() => redis.disconnect());
+        expect(keys.length).toBeGreaterThan(0);
+        expect(keys.filter((key) => !key.startsWith(`${defaultPrefix(env)}:`))).toEqual([]);
 
         app.child.kill(signal);
         // Nest's shutdown hooks close the app (the counter module's final flush first), then end the
@@ -188,12 +224,53 @@ describe('the sample app without a Redis to reach', () => {
     }
   });
 
+  it('names the SQLite file it uses by default, sample-app/data/judge.sqlite, and its prefix', async () => {
+    const { DATABASE_URL: _, ...env } = await environment('default');
+    const { app } = await startWithThrowawayRedis(env);
+    try {
+      app.child.kill('SIGTERM');
+      expect(await app.exited).toEqual({ code: null, signal: 'SIGTERM' });
+    } finally {
+      cleanUp(app);
+    }
+  });
+
+  it('builds with one line per step and nothing else', () => {
+    expect(built).toBe('npm start: building the library (tsc)…\nnpm start: building the sample app (tsc)…\n');
+  });
+
+  it('says it uses a shared Redis when one answers at REDIS_URL, and the prefix given', async () => {
+    const shared = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
+    const prefix = uniquePrefix('sample-start');
+    const env = { ...(await environment('shared')), REDIS_URL: shared, COUNTER_KEY_PREFIX: prefix };
+    const app = startApp(env);
+    const redis = new Redis(shared, RESP2);
+    try {
+      expect(await summary(app)).toEqual([
+        `npm start: the online judge serves http://localhost:${env.PORT}`,
+        `  Redis       ${shared} (shared: the one at REDIS_URL, or 127.0.0.1:6379 when unset)`,
+        `  database    SQLite file ${sqliteFile(env)} (DATABASE_URL picks another)`,
+        `  key prefix  ${prefix} (one per database; COUNTER_KEY_PREFIX overrides it)`,
+        '  stop        Ctrl-C: the changes still in Redis are flushed to the database first',
+      ]);
+      expect(app.output()).not.toContain('throwaway');
+      app.child.kill('SIGINT');
+      expect(await app.exited).toEqual({ code: null, signal: 'SIGINT' });
+    } finally {
+      app.child.kill('SIGKILL');
+      const keys = await redis.keys(`${prefix}:*`);
+      if (keys.length > 0) await redis.del(...keys);
+      redis.disconnect();
+    }
+  });
+
   it('says in one line how to get a Redis when redis-server is not on the PATH', async () => {
     const env = await environment('no-redis-server');
     const app = startApp({ ...env, PATH: join(directory, 'empty') });
     expect(await app.exited).toEqual({ code: 1, signal: null });
     const lines = app.output().trim().split('\n');
     expect(lines).toEqual([
+      'npm start: starting the online judge…',
       `The online judge could not start: Cannot reach Redis at ${env.REDIS_URL} ` +
         `(connect ECONNREFUSED ${env.REDIS_URL.slice('redis://'.length)}). ` +
         'redis-server is not on the PATH either: install redis-server or set REDIS_URL.',
