@@ -1,31 +1,22 @@
 #!/usr/bin/env bash
-# Brings a newer server (or Node.js) than Debian 12 packages onto this machine without installing
+# Brings a newer server than Debian 12 packages onto this machine without installing
 # anything: the package and the libraries it needs are downloaded from a newer Debian suite with a
 # private apt state, unpacked into a folder of their own, and run through that suite's own dynamic
 # loader, so the machine's libc and packages stay as they are. Prints the folder of the wrappers.
 #   scripts/debian-binaries.sh redis-8     Redis 8.x from experimental (8.6 when this was written)
 #   scripts/debian-binaries.sh valkey-9    Valkey 9.x from sid
-#   scripts/debian-binaries.sh node-24     Node.js 24 from sid (no npm: run npm's CLI with it), with
-#                                           its headers in <folder>/../root/usr/include/nodejs
-# Node is patched to run without the wrapper (see below), since it starts itself again by
-# process.execPath (child_process.fork, vitest's workers).
+# (Node.js 24 comes from the npm registry instead: scripts/node-24.sh.)
 # The folder: $COUNTER_DEBIAN_DIR/<name> (default ~/.cache/nestjs-counter/debian/<name>), made once
 # and reused; delete it to fetch again. Needs apt-get and the Debian mirror, no root.
 set -euo pipefail
 
-NAME=${1:?usage: scripts/debian-binaries.sh redis-8|valkey-9|node-24}
-VERSION_ARGS=(--version)
+NAME=${1:?usage: scripts/debian-binaries.sh redis-8|valkey-9}
 case "$NAME" in
   redis-8) SUITES="sid experimental" PACKAGES="redis-server/experimental redis-tools/experimental"
     EXECUTABLES="redis-server redis-cli" MAJOR='^Redis server v=8\.' ;;
   valkey-9) SUITES="sid" PACKAGES="valkey-server valkey-tools"
     EXECUTABLES="valkey-server valkey-cli" MAJOR='^Valkey server v=9\.' ;;
-  # node-undici and node-acorn hold three builtins Debian's libnode reads at start-up; patchelf
-  # points node at its loader; libnode-dev has the headers that native addons build against.
-  # `-p` checks that JavaScript runs and that node can start itself again.
-  node-24) SUITES="sid" PACKAGES="nodejs node-undici node-acorn patchelf libnode-dev" EXECUTABLES="node" MAJOR='^v24\.'
-    VERSION_ARGS=(-p "require('child_process').execFileSync(process.execPath, ['--version'], { encoding: 'utf8' })") ;;
-  *) echo "debian-binaries: unknown name $NAME (redis-8, valkey-9 or node-24)" >&2; exit 2 ;;
+  *) echo "debian-binaries: unknown name $NAME (redis-8 or valkey-9)" >&2; exit 2 ;;
 esac
 
 BASE=${COUNTER_DEBIAN_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/nestjs-counter/debian}
@@ -34,7 +25,7 @@ BIN=$DIR/bin
 FIRST=${EXECUTABLES%% *}
 
 # Already made and working: print it again.
-if [ -x "$BIN/$FIRST" ] && "$BIN/$FIRST" "${VERSION_ARGS[@]}" 2>/dev/null | grep -qE "$MAJOR"; then
+if [ -x "$BIN/$FIRST" ] && "$BIN/$FIRST" --version 2>/dev/null | grep -qE "$MAJOR"; then
   echo "$BIN"
   exit 0
 fi
@@ -69,32 +60,8 @@ for deb in "$DIR"/debs/*.deb; do dpkg-deb -x "$deb" "$DIR/root"; done
 LIB=$DIR/root/usr/lib/x86_64-linux-gnu
 LOADER=$LIB/ld-linux-x86-64.so.2
 [ -x "$LOADER" ] || { echo "debian-binaries: no dynamic loader in the fetched libc6 ($LOADER)" >&2; exit 1; }
-# Debian's libnode reads undici, acorn and acorn-walk from /usr/share/nodejs/, a path compiled in; it
-# is rewritten to a link of the same length in /tmp that points into this folder (named after it, so
-# two folders never share one), and the binary gets the fetched loader and libraries, so that a node
-# started by process.execPath (the binary itself, not this wrapper) runs as well.
-LINK=
-if [ "$NAME" = node-24 ]; then
-  LINK=/tmp/node24-$(printf %s "$DIR" | sha256sum | cut -c1-5)
-  for file in undici/undici-fetch.js acorn/dist/acorn.js acorn-walk/dist/walk.js; do
-    sed -i "s|\x00/usr/share/nodejs/$file\x00|\x00$LINK/$file\x00|g" "$LIB"/libnode.so.*
-  done
-  [ "$(grep -a -o "$LINK/[a-z/-]*\.js" "$LIB"/libnode.so.* | sort -u | wc -l)" = 3 ] ||
-    { echo "debian-binaries: libnode does not name /usr/share/nodejs/ as expected" >&2; exit 1; }
-  "$LOADER" --library-path "$LIB" "$DIR/root/usr/bin/patchelf" --set-interpreter "$LOADER" --force-rpath \
-    --set-rpath "$LIB:$DIR/root/lib/x86_64-linux-gnu" "$DIR/root/usr/bin/node"
-fi
 for name in $EXECUTABLES; do
   target=$DIR/root/usr/bin/$name
-  if [ -n "$LINK" ]; then
-    cat >"$BIN/$name" <<EOF
-#!/bin/sh
-[ -e "$LINK/undici" ] || ln -sfn "$DIR/root/usr/share/nodejs" "$LINK"
-exec "$target" "\$@"
-EOF
-    chmod +x "$BIN/$name"
-    continue
-  fi
   [ -e "$target" ] || { echo "debian-binaries: $target is not in the fetched packages" >&2; exit 1; }
   # exec keeps the wrapper's process id, so a test that kills the "server" kills the server. The
   # program path, not the loader's, is argv[0]: Redis picks server or check-rdb mode from it.
@@ -104,6 +71,6 @@ exec "$LOADER" --library-path "$LIB:$DIR/root/lib/x86_64-linux-gnu" "$target" "\
 EOF
   chmod +x "$BIN/$name"
 done
-"$BIN/$FIRST" "${VERSION_ARGS[@]}" | head -n 1 | grep -E "$MAJOR" >&2 ||
+"$BIN/$FIRST" --version | head -n 1 | grep -E "$MAJOR" >&2 ||
   { echo "debian-binaries: $BIN/$FIRST is not the expected version" >&2; exit 1; }
 echo "$BIN"

@@ -1,15 +1,14 @@
 #!/usr/bin/env bash
 # Runs a command (default: npm test) on Node.js 24, the Node of the newest stack the package accepts
-# (Nest 12.5 pulls file-type 22, which declares node >=22): Debian's Node 24 first on the PATH
-# (scripts/debian-binaries.sh node-24), with better-sqlite3's addon built for it swapped in for the
+# (Nest 12 pulls file-type 22, which declares node >=22): the official Node 24 first on the PATH
+# (scripts/node-24.sh, from the npm registry), with better-sqlite3's addon built for it swapped in for the
 # command and the checkout's own put back afterwards, so the other stages keep the machine's Node.
 # The addon is built once per better-sqlite3 version (about a minute of CPU) and kept beside that Node.
 # Usage: scripts/on-node-24.sh [command…]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-BIN=$(scripts/debian-binaries.sh node-24)
-ROOT=$(dirname "$BIN")/root
+BIN=$(scripts/node-24.sh)
 export PATH="$BIN:$PATH"
 
 PACKAGE=node_modules/better-sqlite3
@@ -23,7 +22,7 @@ if [ ! -e "$CACHED" ]; then
   work=$(mktemp -d)
   # A copy of the package, so a failed build leaves the checkout's addon as it was.
   (cd "$PACKAGE" && tar --exclude=./build -cf - .) | (cd "$work" && tar -xf -)
-  (cd "$work" && npm_config_nodedir=$ROOT/usr/include/nodejs npm run --silent build-release >"$work.log" 2>&1) ||
+  (cd "$work" && npm_config_nodedir=$(dirname "$BIN") npm run --silent build-release >"$work.log" 2>&1) ||
     { tail -n 30 "$work.log" >&2; echo "on-node-24: the build failed (log: $work.log)" >&2; exit 1; }
   mkdir -p "$(dirname "$CACHED")"
   cp "$work/build/Release/better_sqlite3.node" "$CACHED.partial" && mv "$CACHED.partial" "$CACHED"
