@@ -5,7 +5,7 @@
 # loader, so the machine's libc and packages stay as they are. Prints the folder of the wrappers.
 #   scripts/debian-binaries.sh redis-8     Redis 8.x from experimental (8.6 when this was written)
 #   scripts/debian-binaries.sh valkey-9    Valkey 9.x from sid
-# (Node.js 24 comes from the npm registry instead: scripts/node-24.sh.)
+# (Node.js majors come from the npm registry instead: scripts/official-node.sh.)
 # The folder: $COUNTER_DEBIAN_DIR/<name> (default ~/.cache/nestjs-counter/debian/<name>), made once
 # and reused; delete it to fetch again. Needs apt-get and the Debian mirror, no root.
 set -euo pipefail
