@@ -3,6 +3,18 @@ import { Redis } from 'ioredis';
 import { freeClusterPorts } from './free-port.js';
 import { RedisServer } from './redis-server.js';
 
+export interface RedisClusterOptions {
+  /** The server binary of both nodes: SERVER_BINARY unless given (see `RedisServerOptions.binary`). */
+  binary?: string;
+  /** More server arguments for both nodes (`--appendonly yes`, say); given after the cluster's own. */
+  args?: string[];
+  /**
+   * `cluster-node-timeout`: how long a node may not answer before the other marks it failing (and
+   * `CLUSTER SLOTS` leaves a failed replica out). @default 3000
+   */
+  nodeTimeoutMs?: number;
+}
+
 /**
  * A Redis Cluster of the caller's own: one master holding every slot and one replica, each a
  * `RedisServer` on a free loopback port, for a test that needs a cluster in a state the local one
@@ -22,14 +34,20 @@ export class RedisCluster {
    * Starts both nodes and joins them; resolves once both report cluster_state:ok, without waiting for
    * the replica's first sync (Redis delays it by repl-diskless-sync-delay, 5 s by default).
    */
-  static async start(): Promise<RedisCluster> {
+  static async start(options: RedisClusterOptions = {}): Promise<RedisCluster> {
     const ports = await freeClusterPorts(2);
+    const timeout = String(options.nodeTimeoutMs ?? 3_000);
+    const clusterArgs = [
+      '--cluster-enabled',
+      'yes',
+      '--cluster-config-file',
+      'nodes.conf',
+      '--cluster-node-timeout',
+      timeout,
+    ];
     const nodes = await Promise.all(
       ports.map((port) =>
-        RedisServer.start({
-          port,
-          args: ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', '3000'],
-        }),
+        RedisServer.start({ port, binary: options.binary, args: [...clusterArgs, ...(options.args ?? [])] }),
       ),
     );
     const cluster = new RedisCluster(nodes[0], nodes[1]);

@@ -102,7 +102,8 @@ export class AofWaitLanes {
 /**
  * Whether a wait on `lane` covers writes sent at `sentAt`: its connection was up before they were sent
  * and still is, so the server they reached is the one it talks to (a restart closes every connection).
+ * Also the rule of the replicas' WAIT (ReplicaWaiter), which counts the writes of its connection.
  */
-export function coversWritesSentAt(lane: AofWaitLane, sentAt: number): boolean {
+export function coversWritesSentAt(lane: Pick<AofWaitLane, 'connection' | 'readyAt'>, sentAt: number): boolean {
   return lane.readyAt !== undefined && lane.readyAt < sentAt && lane.connection.status === 'ready';
 }

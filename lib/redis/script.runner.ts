@@ -4,6 +4,7 @@ import { MESSAGES } from '../counter.messages.js';
 import { groupBy } from '../collections.js';
 import { AOF_WAIT_MS, AofWaiter } from './aof.waiter.js';
 import { isCluster, type RedisClient } from './counter-redis.handle.js';
+import { ReplicaWaiter } from './replica.waiter.js';
 import {
   defineScripts,
   scriptBody,
@@ -38,7 +39,7 @@ export interface RedisCall<T> {
   read(reply: unknown): T;
   /**
    * Whether the call's writes must be safe from a failover and a crash before its result is handed over:
-   * on a cluster in the replicas of the slot's master (see `ScriptRunner.awaitReplicas`), and, where the
+   * on a cluster in the replicas of the slot's master (see `ReplicaWaiter`), and, where the
    * servers have `WAITAOF`, in the AOFs of that master and its replicas that keep one (`AofWaiter`).
    */
   replicate?(result: T): boolean;
@@ -68,23 +69,27 @@ export class ScriptRunner {
   readonly client: RedisClient;
   /** Waits for the servers' AOFs, on connections of its own. */
   readonly aof: AofWaiter;
+  /**
+   * On a cluster, waits for a master's replicas (`WAIT`). Sent only after a call that asks for it (a claim
+   * that holds a batch, a give-back): a WAIT holds up everything queued behind it on the connection.
+   */
+  private readonly replicas: ReplicaWaiter | undefined;
   private readonly turn = new TurnBatcher<RedisCall<unknown>, unknown>(Number.POSITIVE_INFINITY, 0, (queued) =>
     this.transmit(queued),
   );
 
-  /** @param replicaWaitMs on a cluster, how long `awaitReplicas` waits for a master's replicas. */
-  constructor(
-    client: RedisClient,
-    private readonly replicaWaitMs: number,
-  ) {
+  /** @param replicaWaitMs on a cluster, how long a WAIT waits for a master's replicas. */
+  constructor(client: RedisClient, replicaWaitMs: number) {
     defineScripts(client);
     this.client = client;
     this.aof = new AofWaiter(client);
+    this.replicas = isCluster(client) ? new ReplicaWaiter(client, replicaWaitMs) : undefined;
   }
 
   /** Closes the connections opened for the waits (not the client, which the module may not own). */
   close(): void {
     this.aof.close();
+    this.replicas?.close();
   }
 
   /**
@@ -228,7 +233,7 @@ export class ScriptRunner {
         return reject(readError);
       }
       if (call.slot === undefined || !call.replicate?.(result)) return resolve(result);
-      Promise.all([this.awaitReplicas(call.slot), this.awaitAof(call.slot, call.mark, sentAt)]).then(
+      Promise.all([this.replicas?.confirm(call.slot, sentAt), this.awaitAof(call.slot, call.mark, sentAt)]).then(
         () => resolve(result),
         (waitError: unknown) => reject(toStoreError(waitError)),
       );
@@ -255,26 +260,6 @@ export class ScriptRunner {
     if (!script) return Promise.reject(new Error(`${call.command} is not a script`));
     const client = this.client as unknown as Record<'eval' | 'evalBuffer', (...args: Arg[]) => Promise<unknown>>;
     return client[script.buffers ? 'evalBuffer' : 'eval'](script.lua, ...call.args);
-  }
-
-  /**
-   * On a cluster, waits until the replicas of the slot's master have every write this connection sent
-   * it. Sent only after a call that asks for it (a claim that holds a batch, a give-back): a WAIT holds
-   * up everything queued behind it on the connection, so other calls must not pay for it.
-   */
-  private async awaitReplicas(slot: number): Promise<void> {
-    if (!isCluster(this.client)) return;
-    const [master, ...replicas] = this.client.slots[slot] ?? [];
-    if (!master || replicas.length === 0) return;
-    // WAIT names no key, so the cluster would route it anywhere: send it on the master's own connection.
-    const connection = this.client
-      .nodes('master')
-      .find((node) => `${node.options.host}:${node.options.port}` === master);
-    if (!connection) throw new CounterReplicationLagError(MESSAGES.claimNotReplicated(0, replicas.length, 0));
-    const confirmed = await connection.wait(replicas.length, this.replicaWaitMs);
-    if (confirmed < replicas.length) {
-      throw new CounterReplicationLagError(MESSAGES.claimNotReplicated(confirmed, replicas.length, this.replicaWaitMs));
-    }
   }
 
   /**
