@@ -3,8 +3,10 @@
 # Debian has, fetched and run without installing them (scripts/debian-binaries.sh: Redis 8 from
 # experimental, Valkey 9 from sid), each with a standalone server and a cluster of its own
 # (scripts/on-server.sh):
-#   - WAITAOF: claims and changes waiting for the fsync (aof-wait spec), and scenario 14, kill -9 under
-#     `appendfsync everysec`, asserted wherever the server's WAITAOF waits for the fsync;
+#   - WAITAOF: claims and changes waiting for the fsync (aof-wait specs: a lease outlasting the wait, a
+#     cluster replica's AOF), and scenario 14, kill -9 under `appendfsync everysec`, asserted wherever the
+#     server's WAITAOF waits for the fsync;
+#   - WAIT resent after a reconnection (these servers count a new connection's writes from 0);
 #   - DUMP: a claimed batch read from the payload the server writes, and the fallback (dump-fallback);
 #   - the script cache flushed under load (script-cache-flush spec, scenario 16).
 # In CI (CI=true) a server that cannot be fetched fails the run; elsewhere it is skipped, saying so.
@@ -12,9 +14,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-SPECS=(test/integration/aof-wait.spec.ts test/integration/dump-fallback.spec.ts
-  test/integration/claimed-batch.reader.spec.ts test/integration/script-cache-flush.spec.ts
-  test/integration/script-loading.spec.ts)
+SPECS=(test/integration/aof-wait.spec.ts test/integration/aof-wait-lease.spec.ts
+  test/integration/cluster-aof-wait.spec.ts test/integration/cluster-replica-wait-reconnect.spec.ts
+  test/integration/dump-fallback.spec.ts test/integration/claimed-batch.reader.spec.ts
+  test/integration/script-cache-flush.spec.ts test/integration/script-loading.spec.ts)
 SCENARIOS=(chaos/scenarios/aof-everysec-crash.chaos.ts chaos/scenarios/script-cache-flush.chaos.ts)
 
 (($# > 0)) || set -- redis-8 valkey-9
