@@ -1,5 +1,7 @@
 import { spawnSync } from 'node:child_process';
-import type { Redis } from 'ioredis';
+import { Redis } from 'ioredis';
+import { RedisServer } from './redis-server.js';
+import { RESP2 } from './redis.js';
 
 /**
  * The server binary of the specs and chaos scenarios that need `WAITAOF` (Redis 7.2+, Valkey):
@@ -37,4 +39,20 @@ export async function waitAofWaitsForFsync(inspector: Redis): Promise<boolean> {
     if (performance.now() - started < 300) return false;
   }
   return true;
+}
+
+/**
+ * A WAITAOF_SERVER on `port` with `appendonly yes` and `appendfsync everysec`, a client of it (`control`),
+ * and whether its WAITAOF waits for the fsync there (`exact`). The caller stops both.
+ */
+export async function startEverysecServer(
+  port: number,
+): Promise<{ server: RedisServer; control: Redis; exact: boolean }> {
+  const server = await RedisServer.start({
+    port,
+    binary: WAITAOF_SERVER,
+    args: ['--appendonly', 'yes', '--appendfsync', 'everysec'],
+  });
+  const control = new Redis(server.url, RESP2);
+  return { server, control, exact: await waitAofWaitsForFsync(control) };
 }

@@ -1,11 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, DATABASES, type TestDatabase } from '../../support/databases.js';
-import { RedisServer } from '../../support/redis-server.js';
-import { RESP2, uniquePrefix } from '../../support/redis.js';
+import type { RedisServer } from '../../support/redis-server.js';
+import { uniquePrefix } from '../../support/redis.js';
 import { articleCounts, insertArticles } from '../../support/rows.js';
-import { WAITAOF_SERVER, waitAofServerMissing, waitAofWaitsForFsync } from '../../support/waitaof-server.js';
+import { startEverysecServer, WAITAOF_SERVER, waitAofServerMissing } from '../../support/waitaof-server.js';
 import { Article } from '../fixtures/entities.js';
 import { startCounterApp, type CounterApp } from '../support/counter-app.js';
 
@@ -29,13 +29,7 @@ describe.skipIf(missing !== undefined)(`a claim's lease outlasts its wait for th
   const apps: CounterApp[] = [];
 
   beforeAll(async () => {
-    server = await RedisServer.start({
-      port: 6450,
-      binary: WAITAOF_SERVER,
-      args: ['--appendonly', 'yes', '--appendfsync', 'everysec'],
-    });
-    control = new Redis(server.url, RESP2);
-    exact = await waitAofWaitsForFsync(control);
+    ({ server, control, exact } = await startEverysecServer(6450));
     database = await createTestDatabase(DATABASES[0]);
   });
   afterAll(async () => {

@@ -13,7 +13,7 @@ import { createTestDatabase, DATABASES, type TestDatabase } from '../../support/
 import { RedisServer } from '../../support/redis-server.js';
 import { RESP2, uniquePrefix } from '../../support/redis.js';
 import { articleCounts, insertArticles } from '../../support/rows.js';
-import { WAITAOF_SERVER, waitAofServerMissing, waitAofWaitsForFsync } from '../../support/waitaof-server.js';
+import { startEverysecServer, WAITAOF_SERVER, waitAofServerMissing } from '../../support/waitaof-server.js';
 import { Article, ENTITIES } from '../fixtures/entities.js';
 import { startCounterApp, type CounterApp } from '../support/counter-app.js';
 import { NestHarness } from '../support/nest-harness.js';
@@ -86,14 +86,8 @@ describe.skipIf(missing !== undefined)(`waits for the AOF on ${WAITAOF_SERVER}`,
   };
 
   beforeAll(async () => {
-    aof = await RedisServer.start({
-      port: 6413,
-      binary: WAITAOF_SERVER,
-      args: ['--appendonly', 'yes', '--appendfsync', 'everysec'],
-    });
+    ({ server: aof, control, exact } = await startEverysecServer(6413));
     noAof = await RedisServer.start({ port: 6414, binary: WAITAOF_SERVER });
-    control = new Redis(aof.url, RESP2);
-    exact = await waitAofWaitsForFsync(control);
     database = await createTestDatabase(DATABASES[0]);
   });
   afterAll(async () => {
