@@ -27,6 +27,18 @@ async function blockedInWait(master: Redis): Promise<string> {
   }
 }
 
+/**
+ * Whether this ioredis lets a cluster's node connections reconnect (`clusterNodeRetryStrategy`, ioredis
+ * 6): with ioredis 5 they never do, so no WAIT is ever resent on a new connection.
+ */
+function nodeConnectionsReconnect(): boolean {
+  const probe = new Cluster([], { lazyConnect: true });
+  const supported = 'clusterNodeRetryStrategy' in probe.options;
+  probe.disconnect();
+  if (!supported) console.warn('This ioredis has no clusterNodeRetryStrategy: no WAIT can be resent; skipped.');
+  return supported;
+}
+
 const missing = waitAofServerMissing();
 
 // WAIT confirms the writes of the connection it goes on, and Redis 7.2+ and Valkey count those of a
@@ -37,7 +49,7 @@ const missing = waitAofServerMissing();
 // Shown with a client the app hands over whose node connections reconnect and resend what was in flight
 // (ioredis's defaults with clusterNodeRetryStrategy). Redis 7.0 counts from the server's offset at the
 // connection's previous command (the ready check's INFO), so there the resent WAIT waits all the same.
-describe.skipIf(missing !== undefined)(
+describe.skipIf(missing !== undefined || !nodeConnectionsReconnect())(
   `a replica WAIT resent after its connection reconnected, on ${WAITAOF_SERVER}`,
   () => {
     let cluster: RedisCluster;
@@ -59,7 +71,9 @@ describe.skipIf(missing !== undefined)(
         await sleep(100);
       }
       master = new Redis({ host: '127.0.0.1', port: cluster.master.port, ...RESP2 });
-      client = new Cluster(cluster.nodes, { clusterNodeRetryStrategy: () => 50 });
+      // Not an object literal: ioredis 5's ClusterOptions (the oldest stack's) lacks the option.
+      const reconnecting = { lazyConnect: false, clusterNodeRetryStrategy: () => 50 };
+      client = new Cluster(cluster.nodes, reconnecting);
       database = await createTestDatabase(DATABASES[0]);
       counter = await startCounterApp({
         database: database.options,
