@@ -3,8 +3,11 @@ const lostSince = (lastFlush: Date | null): string =>
     ? `after the last flush that finished before the loss (${lastFlush.toISOString()})`
     : 'since this instance started';
 
-/** What an outage makes unreachable, as a message names it. */
-export type Dependency = 'Redis' | 'database';
+/**
+ * What an outage makes unreachable, as a message names it: Redis, the database, or the confirmations a
+ * claim waits for before its batch is written (its replicas' WAIT, the AOFs' WAITAOF).
+ */
+export type Dependency = 'Redis' | 'database' | 'claim confirmations';
 
 const theDependency = (dependency: Dependency): string => (dependency === 'Redis' ? 'Redis' : 'The database');
 
@@ -184,20 +187,25 @@ export const MESSAGES = {
       .join(' and ') +
     ` may wait in Redis. An instance flushes them once Redis is back; nothing is lost unless Redis lost its data.`,
   outageBegan: (dependency: Dependency, reason: string) =>
-    dependency === 'Redis'
-      ? `Redis became unreachable (${reason}). Counter changes fail and reads fall back to the database until it ` +
-        `returns; flushes retry with backoff, logged at debug level.`
-      : `The database became unreachable (${reason}). Counter changes wait in Redis and reads come from there; ` +
-        `flushes retry with backoff, logged at debug level.`,
+    dependency === 'claim confirmations'
+      ? `Redis stopped confirming claims in time: ${reason} Changes and reads go on; flushes retry with backoff, ` +
+        `logged at debug level.`
+      : dependency === 'Redis'
+        ? `Redis became unreachable (${reason}). Counter changes fail and reads fall back to the database until it ` +
+          `returns; flushes retry with backoff, logged at debug level.`
+        : `The database became unreachable (${reason}). Counter changes wait in Redis and reads come from there; ` +
+          `flushes retry with backoff, logged at debug level.`,
   outageEnded: (dependency: Dependency, failedFlushes: number, refusedChanges: number) =>
-    `${theDependency(dependency)} is back after ` +
-    [
-      (failedFlushes > 0 || refusedChanges === 0) && counted(failedFlushes, 'failed flush', 'failed flushes'),
-      refusedChanges > 0 && counted(refusedChanges, 'refused change'),
-    ]
-      .filter(Boolean)
-      .join(' and ') +
-    '.',
+    dependency === 'claim confirmations'
+      ? `Redis confirms claims again, after ${counted(failedFlushes, 'failed flush', 'failed flushes')}.`
+      : `${theDependency(dependency)} is back after ` +
+        [
+          (failedFlushes > 0 || refusedChanges === 0) && counted(failedFlushes, 'failed flush', 'failed flushes'),
+          refusedChanges > 0 && counted(refusedChanges, 'refused change'),
+        ]
+          .filter(Boolean)
+          .join(' and ') +
+        '.',
   redisConnectionLost: (reason: string) =>
     `Redis connection lost (${reason}); counter reads fall back to the database and changes fail until it returns.`,
   redisConnectionRestored: () => `Redis connection restored.`,

@@ -1,6 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { MESSAGES, type Dependency } from '../counter.messages.js';
-import { failureReasonOf } from '../exceptions/counter-failure-reason.js';
+import { failureReasonOf, type CounterFailureReason } from '../exceptions/counter-failure-reason.js';
 import { CounterStoreUnavailableError } from '../exceptions/counter-store-unavailable.error.js';
 import type { FlushReport } from '../interfaces/flush-report.interface.js';
 
@@ -18,9 +18,15 @@ export interface ChangesMark {
 
 /** Which outage `error` is, if it is one the error table knows; undefined for anything else. */
 export function dependencyOf(error: Error): Dependency | undefined {
-  const reason = failureReasonOf(error);
-  return reason === 'redis-unavailable' ? 'Redis' : reason === 'database-unavailable' ? 'database' : undefined;
+  return DEPENDENCY_OF_REASON[failureReasonOf(error)];
 }
+
+/** The failures that are outages: a dependency not answering (in time), not a bug or a bad row. */
+const DEPENDENCY_OF_REASON: Partial<Record<CounterFailureReason, Dependency>> = {
+  'redis-unavailable': 'Redis',
+  'database-unavailable': 'database',
+  'replication-lag': 'claim confirmations',
+};
 
 /**
  * Logs an outage of Redis or the database as two changes of state, not as a failure per flush: one line
