@@ -21,7 +21,11 @@ export interface RedisDataLossReport {
 export interface CounterStatus {
   /** Whether Redis answered. When it did not, the backlog fields are null. */
   redisAvailable: boolean;
-  /** Rows whose changes wait in Redis for the database (dirty, or in a claimed batch), all instances. */
+  /**
+   * Rows whose changes wait in Redis for the database, all instances: the dirty rows plus the rows of the
+   * claimed batches, so a row changed again while its batch is written counts twice (counting it once would
+   * cost a comparison of the two per shard).
+   */
   pendingRows: number | null;
   /** Batches claimed and not yet acknowledged: being written, or left by a flush that failed. */
   inFlightBatches: number | null;
