@@ -1,7 +1,6 @@
 import type { DataSource, DataSourceOptions } from 'typeorm';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { CounterStoreUnavailableError, type CounterModuleOptions } from '../../lib/index.js';
-import { CounterFlushScheduler } from '../../lib/flush/counter-flush.scheduler.js';
 import { FlushHistory } from '../../lib/flush/flush.history.js';
 import { startCounterApp, type CounterApp } from '../support/counter-app.js';
 import { useFaultSuite } from '../support/fault-suite.js';
@@ -12,14 +11,13 @@ import { uniquePrefix } from '../../support/redis.js';
 import { insertArticles } from '../../support/rows.js';
 import { TcpProxy } from '../../support/tcp-proxy.js';
 import { RecordingLogger, type LogLine } from '../support/recording-logger.js';
+import { scheduledFlush } from '../support/scheduled-flush.js';
 import { CONNECTION_LOST, CONNECTION_RESTORED, REDIS_UNREACHABLE } from '../support/outage-lines.js';
 
 /** Ports of the Redis servers these tests start and kill (the range given to this spec). */
 const PORTS = { flushes: 6440, changes: 6441, nothingPending: 6442, pending: 6443 };
 /** A server that keeps its data through a SIGKILL: a restart is then an outage, not a loss of data. */
 const PERSISTENT = ['--appendonly', 'yes', '--appendfsync', 'always'];
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** A debug line of a failed flush: its attempt, the backoff it drew, and its reason. */
 const failedFlushLine = (attempt: number) =>
@@ -58,21 +56,6 @@ describe.each(DATABASES)('outage logs on %s', (databaseName) => {
     const server = await RedisServer.start({ port, args: PERSISTENT });
     teardown.push(() => server.stop());
     return server;
-  }
-
-  /** One scheduled flush, as the timer runs it; resolves once it ended (failed or not) and its backoff passed. */
-  async function scheduledFlush(app: CounterApp): Promise<void> {
-    const history = app.app.get(FlushHistory);
-    const [failures, succeeded] = [history.consecutiveFailedFlushes, history.lastSuccessfulFlushAt];
-    app.app.get(CounterFlushScheduler).tick();
-    await expect
-      .poll(() => history.consecutiveFailedFlushes !== failures || history.lastSuccessfulFlushAt !== succeeded, {
-        timeout: 10_000,
-        interval: 5,
-      })
-      .toBe(true);
-    // Past the backoff the failure drew (at most flushMaxBackoffMs), and the run's end.
-    await sleep(10);
   }
 
   async function untilLogged(logger: RecordingLogger, line: LogLine): Promise<void> {

@@ -1,6 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CounterFlushScheduler } from '../../lib/flush/counter-flush.scheduler.js';
 import { FlushHistory } from '../../lib/flush/flush.history.js';
 import { createTestDatabase, DATABASES, type TestDatabase } from '../../support/databases.js';
 import { RedisCluster } from '../../support/redis-cluster.js';
@@ -9,6 +8,7 @@ import { articleCounts, insertArticles } from '../../support/rows.js';
 import { Article } from '../fixtures/entities.js';
 import { startCounterApp, type CounterApp } from '../support/counter-app.js';
 import { RecordingLogger } from '../support/recording-logger.js';
+import { scheduledFlush } from '../support/scheduled-flush.js';
 
 const FAILED_FLUSHES = 4;
 
@@ -60,20 +60,6 @@ describe('replica lag logs', () => {
     await cluster?.stop();
   });
 
-  /** One scheduled flush, as the timer runs it; resolves once it ended and its backoff passed. */
-  async function scheduledFlush(): Promise<void> {
-    const history = counter.app.get(FlushHistory);
-    const [failures, succeeded] = [history.consecutiveFailedFlushes, history.lastSuccessfulFlushAt];
-    counter.app.get(CounterFlushScheduler).tick();
-    await expect
-      .poll(() => history.consecutiveFailedFlushes !== failures || history.lastSuccessfulFlushAt !== succeeded, {
-        timeout: 10_000,
-        interval: 5,
-      })
-      .toBe(true);
-    await sleep(10);
-  }
-
   it('logs the replicas falling behind once, without a stack, and their return after the failed flushes', async () => {
     const [id] = await insertArticles(counter.dataSource, [10]);
     expect(await counter.counters.increment(Article, id, 'like_count', 3)).toBe(13);
@@ -81,7 +67,7 @@ describe('replica lag logs', () => {
 
     process.kill(cluster.replica.pid, 'SIGSTOP');
     try {
-      for (let flush = 0; flush < FAILED_FLUSHES; flush++) await scheduledFlush();
+      for (let flush = 0; flush < FAILED_FLUSHES; flush++) await scheduledFlush(counter);
     } finally {
       process.kill(cluster.replica.pid, 'SIGCONT');
     }
@@ -89,7 +75,7 @@ describe('replica lag logs', () => {
     expect(logger.shown()).toEqual([REPLICAS_BEHIND]);
     expect(await articleCounts(counter.dataSource, [id])).toEqual(new Map([[id, { likes: 10, views: 0 }]]));
 
-    await scheduledFlush();
+    await scheduledFlush(counter);
     expect(logger.shown()).toEqual([
       REPLICAS_BEHIND,
       {
