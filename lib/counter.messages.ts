@@ -9,7 +9,18 @@ const lostSince = (lastFlush: Date | null): string =>
  */
 export type Dependency = 'Redis' | 'database' | 'claim confirmations';
 
-const theDependency = (dependency: Dependency): string => (dependency === 'Redis' ? 'Redis' : 'The database');
+/** The line an outage begins with, per dependency. */
+const OUTAGE_BEGAN: Record<Dependency, (reason: string) => string> = {
+  Redis: (reason) =>
+    `Redis became unreachable (${reason}). Counter changes fail and reads fall back to the database until it ` +
+    `returns; flushes retry with backoff, logged at debug level.`,
+  database: (reason) =>
+    `The database became unreachable (${reason}). Counter changes wait in Redis and reads come from there; ` +
+    `flushes retry with backoff, logged at debug level.`,
+  'claim confirmations': (reason) =>
+    `Redis stopped confirming claims in time: ${reason} Changes and reads go on; flushes retry with backoff, ` +
+    `logged at debug level.`,
+};
 
 /** `count` things, in the singular or the plural. */
 const counted = (count: number, one: string, many = `${one}s`): string => `${count} ${count === 1 ? one : many}`;
@@ -186,19 +197,11 @@ export const MESSAGES = {
       .filter(Boolean)
       .join(' and ') +
     ` may wait in Redis. An instance flushes them once Redis is back; nothing is lost unless Redis lost its data.`,
-  outageBegan: (dependency: Dependency, reason: string) =>
-    dependency === 'claim confirmations'
-      ? `Redis stopped confirming claims in time: ${reason} Changes and reads go on; flushes retry with backoff, ` +
-        `logged at debug level.`
-      : dependency === 'Redis'
-        ? `Redis became unreachable (${reason}). Counter changes fail and reads fall back to the database until it ` +
-          `returns; flushes retry with backoff, logged at debug level.`
-        : `The database became unreachable (${reason}). Counter changes wait in Redis and reads come from there; ` +
-          `flushes retry with backoff, logged at debug level.`,
+  outageBegan: (dependency: Dependency, reason: string) => OUTAGE_BEGAN[dependency](reason),
   outageEnded: (dependency: Dependency, failedFlushes: number, refusedChanges: number) =>
     dependency === 'claim confirmations'
       ? `Redis confirms claims again, after ${counted(failedFlushes, 'failed flush', 'failed flushes')}.`
-      : `${theDependency(dependency)} is back after ` +
+      : `${dependency === 'Redis' ? 'Redis' : 'The database'} is back after ` +
         [
           (failedFlushes > 0 || refusedChanges === 0) && counted(failedFlushes, 'failed flush', 'failed flushes'),
           refusedChanges > 0 && counted(refusedChanges, 'refused change'),
