@@ -6,6 +6,7 @@ import { DataSource } from 'typeorm';
 import { afterAll, beforeAll } from 'vitest';
 import { CHROMIUM_PATH } from '../support/chromium.js';
 import { createTestDatabase, type TestDatabase } from '../../support/databases.js';
+import { setEnvironment } from '../../support/environment.js';
 import { deleteKeys, REDIS_URL, testRedis, uniquePrefix } from '../../support/redis.js';
 
 /** The sample app on a SQLite database of its own, and headless Chromium with one page open on it. */
@@ -28,14 +29,14 @@ export interface PageHarness {
 export function usePageHarness(name: string): PageHarness {
   const prefix = uniquePrefix(name);
   const redis = testRedis();
-  const saved = new Map(['DATABASE_URL', 'REDIS_URL', 'COUNTER_KEY_PREFIX'].map((key) => [key, process.env[key]]));
+  let restoreEnvironment: (() => void) | undefined;
   const harness = { dialogs: [] as string[], pageErrors: [] as string[] } as unknown as PageHarness;
   let database: TestDatabase;
   let browser: Browser;
 
   beforeAll(async () => {
     database = await createTestDatabase('sqlite');
-    Object.assign(process.env, {
+    restoreEnvironment = setEnvironment({
       DATABASE_URL: `sqlite://${String(database.options.database)}`,
       REDIS_URL,
       COUNTER_KEY_PREFIX: prefix,
@@ -65,10 +66,7 @@ export function usePageHarness(name: string): PageHarness {
   afterAll(async () => {
     await browser?.close();
     await harness.app?.close();
-    for (const [key, value] of saved) {
-      if (value === undefined) delete process.env[key];
-      else process.env[key] = value;
-    }
+    restoreEnvironment?.();
     await deleteKeys(redis, prefix);
     redis.disconnect();
     await database?.drop();

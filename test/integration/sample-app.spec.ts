@@ -11,6 +11,7 @@ import { Comment } from '../../sample-app/src/comments/comment.entity.js';
 import { Problem } from '../../sample-app/src/problems/problem.entity.js';
 import { Solution } from '../../sample-app/src/solutions/solution.entity.js';
 import { createTestDatabase, DATABASES, type DatabaseName } from '../../support/databases.js';
+import { setEnvironment } from '../../support/environment.js';
 import { flushEverything } from '../support/flush-everything.js';
 import { deleteKeys, REDIS_URL, testRedis, uniquePrefix } from '../../support/redis.js';
 
@@ -74,14 +75,14 @@ describe.each(DATABASES)('the sample app on %s', (databaseName) => {
   const redis = testRedis();
   const adminToken = `admin-${randomBytes(16).toString('hex')}`;
   const environment = { DATABASE_URL: '', REDIS_URL, COUNTER_KEY_PREFIX: prefix, ADMIN_TOKEN: adminToken };
-  const saved = new Map(Object.keys(environment).map((key) => [key, process.env[key]]));
+  let restoreEnvironment: (() => void) | undefined;
   let database: SampleDatabase;
   let app: INestApplication;
   let http: App;
 
   beforeAll(async () => {
     database = await sampleDatabase(databaseName);
-    Object.assign(process.env, { ...environment, DATABASE_URL: database.url });
+    restoreEnvironment = setEnvironment({ ...environment, DATABASE_URL: database.url });
     const { AppModule } = await import('../../sample-app/src/app.module.js');
     app = await NestFactory.create(AppModule, { logger: ['error'], abortOnError: false });
     await app.init();
@@ -90,10 +91,7 @@ describe.each(DATABASES)('the sample app on %s', (databaseName) => {
 
   afterAll(async () => {
     await app?.close();
-    for (const [key, value] of saved) {
-      if (value === undefined) delete process.env[key];
-      else process.env[key] = value;
-    }
+    restoreEnvironment?.();
     await deleteKeys(redis, prefix);
     redis.disconnect();
     await database?.drop();
