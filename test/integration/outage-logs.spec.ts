@@ -68,17 +68,28 @@ describe.each(DATABASES)('outage logs on %s', (databaseName) => {
     await expect.poll(async () => (await app.counters.status()).redisAvailable, { timeout: 10_000 }).toBe(true);
   }
 
-  it('logs Redis going away once, without a stack, and its return after 5 failed flushes', async () => {
-    const server = await startRedis(PORTS.flushes);
+  /** An app on a Redis of its own on `port`, its log recorded, and an article it counted 2 likes of. */
+  async function appOnOwnRedis(port: number, counter: CounterModuleOptions = {}) {
+    const server = await startRedis(port);
     const logger = new RecordingLogger();
-    const app = await startApp(logger, { redis: server.url });
+    const app = await startApp(logger, { redis: server.url, ...counter });
     const [id] = await insertArticles(observer, [10]);
     await app.counters.increment(Article, id, 'like_count', 2);
-    await scheduledFlush(app);
-    logger.lines.length = 0;
+    return { server, logger, app, id };
+  }
 
+  /** Kills the app's Redis, its log cleared first: what it logs from then on is the outage's. */
+  async function killRedis(server: RedisServer, logger: RecordingLogger): Promise<void> {
+    logger.lines.length = 0;
     await server.kill();
     await untilLogged(logger, CONNECTION_LOST);
+  }
+
+  it('logs Redis going away once, without a stack, and its return after 5 failed flushes', async () => {
+    const { server, logger, app } = await appOnOwnRedis(PORTS.flushes);
+    await scheduledFlush(app);
+
+    await killRedis(server, logger);
     for (let flush = 0; flush < 5; flush++) await scheduledFlush(app);
     expect(app.app.get(FlushHistory).consecutiveFailedFlushes).toBe(5);
     expect(logger.shown()).toEqual([CONNECTION_LOST, REDIS_UNREACHABLE]);
@@ -97,15 +108,9 @@ describe.each(DATABASES)('outage logs on %s', (databaseName) => {
   });
 
   it('logs Redis going away at the first refused change, and its return at the first change it takes', async () => {
-    const server = await startRedis(PORTS.changes);
-    const logger = new RecordingLogger();
-    const app = await startApp(logger, { redis: server.url });
-    const [id] = await insertArticles(observer, [10]);
-    await app.counters.increment(Article, id, 'like_count', 2);
-    logger.lines.length = 0;
+    const { server, logger, app, id } = await appOnOwnRedis(PORTS.changes);
 
-    await server.kill();
-    await untilLogged(logger, CONNECTION_LOST);
+    await killRedis(server, logger);
     for (let change = 0; change < 3; change++) {
       await expect(app.counters.increment(Article, id, 'like_count')).rejects.toBeInstanceOf(
         CounterStoreUnavailableError,
@@ -125,16 +130,10 @@ describe.each(DATABASES)('outage logs on %s', (databaseName) => {
   });
 
   it('says at shutdown that nothing of its own was pending when Redis refused every change since its flush', async () => {
-    const server = await startRedis(PORTS.nothingPending);
-    const logger = new RecordingLogger();
-    const app = await startApp(logger, { redis: server.url, flushOnShutdown: true });
-    const [id] = await insertArticles(observer, [10]);
-    await app.counters.increment(Article, id, 'like_count', 2);
+    const { server, logger, app, id } = await appOnOwnRedis(PORTS.nothingPending, { flushOnShutdown: true });
     await scheduledFlush(app);
-    logger.lines.length = 0;
 
-    await server.kill();
-    await untilLogged(logger, CONNECTION_LOST);
+    await killRedis(server, logger);
     for (let change = 0; change < 2; change++) {
       await expect(app.counters.increment(Article, id, 'like_count')).rejects.toBeInstanceOf(
         CounterStoreUnavailableError,
@@ -156,17 +155,11 @@ describe.each(DATABASES)('outage logs on %s', (databaseName) => {
   });
 
   it('says at shutdown how many changes it accepted since its last flush may wait in Redis', async () => {
-    const server = await startRedis(PORTS.pending);
-    const logger = new RecordingLogger();
-    const app = await startApp(logger, { redis: server.url, flushOnShutdown: true });
-    const [id] = await insertArticles(observer, [10]);
-    await app.counters.increment(Article, id, 'like_count', 2);
+    const { server, logger, app, id } = await appOnOwnRedis(PORTS.pending, { flushOnShutdown: true });
     await scheduledFlush(app);
     for (let change = 0; change < 3; change++) await app.counters.increment(Article, id, 'view_count');
-    logger.lines.length = 0;
 
-    await server.kill();
-    await untilLogged(logger, CONNECTION_LOST);
+    await killRedis(server, logger);
     await app.close();
     expect(logger.shown()).toEqual([
       CONNECTION_LOST,
