@@ -11,6 +11,9 @@ import type { EntityClass } from './interfaces/entity-class.interface.js';
 import { integerIdRange, type CounterDialect } from './sql/counter-dialect.js';
 import { CounterLedgerEntry } from './sql/counter-ledger.entity.js';
 import { CounterDatabase } from './sql/counter.database.js';
+import { CounterBucket } from './sql/counter-bucket.entity.js';
+import { declaredWindows, scriptNameOf } from './windows/declared-windows.js';
+import { WINDOW_MESSAGES } from './windows/window.messages.js';
 
 const INTEGER_TYPES = new Set([
   'int',
@@ -83,7 +86,12 @@ export class CounterEntityExplorer implements OnModuleInit {
       if (options.source !== undefined && typeof options.source !== 'function') {
         throw new InvalidCounterDefinitionError(MESSAGES.badSource(name, counterName));
       }
-      counters.push({ name: counterName, propertyName, column, min, max, source: options.source });
+      const windows = declaredWindows(name, counterName, options.windows);
+      if (windows.length > 0 && !this.dataSource.hasMetadata(CounterBucket)) {
+        throw new CounterConfigurationError(WINDOW_MESSAGES.bucketsMissing(name, counterName));
+      }
+      const scriptName = scriptNameOf(counterName, windows);
+      counters.push({ name: counterName, propertyName, column, min, max, source: options.source, windows, scriptName });
     }
     const primary = metadata.primaryColumns[0];
     const primaryType = this.typeOf(primary);
@@ -100,6 +108,7 @@ export class CounterEntityExplorer implements OnModuleInit {
       idMaxLength: declaredTextLength(primaryType, primary),
       counters,
       counterNames: counters.map((counter) => counter.name),
+      scriptNames: counters.map((counter) => counter.scriptName),
     });
   }
 

@@ -9,6 +9,7 @@ export {
 export { Counted } from './decorators/counted.decorator.js';
 export { LiveCounts } from './decorators/live-counts.decorator.js';
 export { CounterLedgerEntry } from './sql/counter-ledger.entity.js';
+export { CounterBucket } from './sql/counter-bucket.entity.js';
 export * from './exceptions/index.js';
 export * from './interfaces/index.js';
 export { CounterHealthIndicator } from './health/counter.health-indicator.js';

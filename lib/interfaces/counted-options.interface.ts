@@ -29,6 +29,13 @@ export interface CountedOptions {
   max?: number;
   /** The counter's true value, read by `CounterService.recount()` and `audit()`. @default none */
   source?: CounterSource;
+  /**
+   * Keep the counter's changes per hour and/or per day too, for `count`, `series` and `top` over a window
+   * of time. Each change adds to the current bucket of each granularity, chosen by the Redis server's
+   * clock (UTC); the flush writes the buckets into `CounterBucket` with the total, exactly once. Needs
+   * `CounterBucket` among the data source's entities. @default none
+   */
+  windows?: ReadonlyArray<'hour' | 'day'>;
 }
 
 /** What `@Counted()` records on an entity class, one entry per decorated property. */

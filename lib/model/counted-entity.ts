@@ -1,6 +1,7 @@
 import type { EntityMetadata } from 'typeorm';
 import type { CounterSource } from '../interfaces/counted-options.interface.js';
 import type { EntityClass } from '../interfaces/entity-class.interface.js';
+import type { Granularity } from './time-bucket.js';
 
 /** TypeORM's column metadata, named from the package's root: a deep import would tie us to its file layout. */
 export type ColumnMetadata = EntityMetadata['columns'][number];
@@ -20,6 +21,13 @@ export interface CounterField {
   source?: CounterSource;
   min: number;
   max: number;
+  /** The granularities of its buckets (`@Counted({ windows })`), finest first; empty for a plain counter. */
+  windows: readonly Granularity[];
+  /**
+   * Its name as the change and claim scripts take it: the name, then for a windowed counter `@` and the
+   * letters of its granularities (`view_count@hd`).
+   */
+  scriptName: string;
 }
 
 /** What the module knows about one counted entity. */
@@ -42,4 +50,6 @@ export interface CountedEntity {
   counters: CounterField[];
   /** The counters' names, in the same order: one array, made once, for every Redis call that names them. */
   counterNames: string[];
+  /** The counters' `scriptName`s, in the same order, for the claim script. */
+  scriptNames: string[];
 }

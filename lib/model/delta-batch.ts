@@ -1,4 +1,5 @@
 import type { CountedEntity, CounterField } from './counted-entity.js';
+import type { BucketDeltas } from './time-bucket.js';
 
 /**
  * Rows of a batch, column by column: row r's id as bound in SQL is `ids[r]`, and its delta for column c
@@ -17,4 +18,6 @@ export interface DeltaBatch {
   shard: number;
   counters: CounterField[];
   rows: DeltaRows;
+  /** The changes of its windowed counters' buckets; absent when it has none. */
+  buckets?: BucketDeltas;
 }
