@@ -1,5 +1,6 @@
 import type { IdRange } from '../model/counted-entity.js';
 import type { DeltaRows } from '../model/delta-batch.js';
+import type { Granularity } from '../model/time-bucket.js';
 
 /** The target of one set-based UPDATE, with identifiers already quoted by the driver. */
 export interface DeltaTarget {
@@ -18,6 +19,32 @@ export interface DeltaTarget {
  */
 export function currentValue(qualified: string, nullable: boolean): string {
   return nullable ? `COALESCE(${qualified}, 0)` : qualified;
+}
+
+/** The bucket table (CounterBucket), with its name and columns already quoted by the driver. */
+export interface BucketTable {
+  table: string;
+  entity: string;
+  counter: string;
+  rowId: string;
+  granularity: string;
+  start: string;
+  value: string;
+}
+
+/**
+ * One entity's bucket changes as a transaction writes them: one per bucket, in primary key order, bucket
+ * b adding `deltas[b]` to the bucket of `granularities[b]` starting at `starts[b]` of counter `counters[b]`
+ * of the row whose id, as text, is `rowIds[b]`.
+ */
+export interface BucketRows {
+  /** The entity's key (its table path). */
+  entity: string;
+  counters: string[];
+  rowIds: string[];
+  granularities: Granularity[];
+  starts: number[];
+  deltas: number[];
 }
 
 export interface Statement {
@@ -41,6 +68,18 @@ export interface CounterDialect {
   maxRowsPerStatement(columns: number): number;
   /** One statement adding the deltas of rows `from` to `to` (exclusive) of `rows`, which are sorted by id. */
   addDeltas(target: DeltaTarget, rows: DeltaRows, from: number, to: number): Statement;
+  /** Most buckets one `addBuckets` statement takes. */
+  maxBucketsPerStatement: number;
+  /**
+   * One statement adding buckets `from` to `to` (exclusive) of `buckets` to their stored values, inserting
+   * those not stored yet.
+   */
+  addBuckets(table: BucketTable, buckets: BucketRows, from: number, to: number): Statement;
+  /**
+   * One statement deleting at most `limit` buckets of `granularity` that start before `before`, the
+   * oldest first: the order in which the index on (granularity, start) gives them.
+   */
+  pruneBuckets(table: BucketTable, granularity: Granularity, before: number, limit: number): Statement;
   /**
    * For a family of servers that take different statement shapes (MySQL and MariaDB): the dialect for
    * the server the data source reaches, from its `SELECT VERSION()`. Absent: this dialect fits all.
@@ -141,4 +180,35 @@ export function quotedTablePath(driver: { escape(name: string): string }, tableP
     .split('.')
     .map((part) => driver.escape(part))
     .join('.');
+}
+
+/** The bucket table's columns in the order `bucketParams` gives their values: the primary key, then the value. */
+export function bucketColumns(table: BucketTable): string[] {
+  return [table.entity, table.counter, table.rowId, table.granularity, table.start, table.value];
+}
+
+/** The bucket table's primary key columns. */
+export function bucketKey(table: BucketTable): string {
+  return bucketColumns(table).slice(0, 5).join(', ');
+}
+
+/** Buckets `from` to `to` (exclusive) as statement parameters, bucket after bucket, in `bucketColumns` order. */
+export function bucketParams(buckets: BucketRows, from: number, to: number): unknown[] {
+  const params: unknown[] = [];
+  for (let b = from; b < to; b++) {
+    params.push(
+      buckets.entity,
+      buckets.counters[b],
+      buckets.rowIds[b],
+      buckets.granularities[b],
+      buckets.starts[b],
+      buckets.deltas[b],
+    );
+  }
+  return params;
+}
+
+/** `(?, ?, ?, ?, ?, ?), …`: a VALUES list of `count` buckets, for the dialects with `?` placeholders. */
+export function bucketTuples(count: number): string {
+  return Array.from({ length: count }, () => '(?, ?, ?, ?, ?, ?)').join(', ');
 }

@@ -4,15 +4,16 @@ import { COUNTER_DATA_SOURCE, COUNTER_OPTIONS, DEADLOCK_ATTEMPTS, TRANSACTION_AT
 import { MESSAGES } from '../counter.messages.js';
 import type { CountedEntity, CounterField } from '../model/counted-entity.js';
 import { CounterDatabaseUnavailableError } from '../exceptions/counter-database-unavailable.error.js';
-import { InvalidCounterIdError } from '../exceptions/invalid-counter-id.error.js';
-import { CounterError } from '../exceptions/counter.error.js';
 import type { ResolvedCounterOptions } from '../interfaces/resolved-counter-options.interface.js';
 import { quotedTablePath, type CounterDialect } from './counter-dialect.js';
 import type { DeltaBatch, DeltaRows } from '../model/delta-batch.js';
 import { canonicalIdText } from '../model/row-id.js';
+import type { BucketRange, Granularity } from '../model/time-bucket.js';
+import { CounterBuckets, type StoredBuckets } from './counter.buckets.js';
 import { CounterLedger } from './counter.ledger.js';
 import { dialectFor } from './dialect-for.js';
 import { onPrimary } from './on-primary.js';
+import { readFailure } from './read-failure.js';
 import { groupBy } from '../collections.js';
 import { compareIds, mergeBatches } from './merge-batches.js';
 
@@ -43,6 +44,7 @@ export class CounterDatabase {
   /** The dialect for the server reached, once asked (see `CounterDialect.forServer`). */
   private serverDialect?: Promise<CounterDialect>;
   private readonly ledger: CounterLedger;
+  private readonly buckets: CounterBuckets;
   /** When this instance last pruned the ledger (0: not yet, so its first flush that goes well does). */
   private lastPrunedAt = 0;
   private readonly logger = new Logger('CounterFlush');
@@ -55,29 +57,42 @@ export class CounterDatabase {
     this.transactionsAtOnce = Math.min(options.flushConcurrency, this.dialect.parallelTransactions);
     this.flushBatchSize = options.flushBatchSize ?? this.dialect.defaultFlushBatchSize;
     this.ledger = new CounterLedger(dataSource, this.dialect);
+    this.buckets = new CounterBuckets(dataSource, this.dialect, this.ledger);
   }
 
   /** Counter values of the rows that exist, by id as the database returns it. */
   readCounters(entity: CountedEntity, ids: Array<string | number>): Promise<Map<string, Record<string, unknown>>> {
     return this.bounded('reading counters', () => this.readCountersNow(entity, ids)).catch((error: Error) => {
-      // The caller asked for a counter: it gets a counter error, with the driver's as its cause. Values the
-      // database refused are the caller's to fix, not an outage to retry.
-      if (error instanceof CounterError) throw error;
-      if (this.dialect.isDataError(error)) {
-        throw new InvalidCounterIdError(MESSAGES.idRefusedByDatabase(entity.name, error.message), {
-          cause: error,
-          entity: entity.name,
-        });
-      }
-      throw new CounterDatabaseUnavailableError(MESSAGES.databaseFailed('reading counters', error.message), {
-        cause: error,
-      });
+      throw readFailure(this.dialect, entity, 'reading counters', error);
     });
   }
 
   /**
+   * The stored buckets of one row's windowed counter in `ranges`, and whether the ledger holds `batchId`
+   * (a batch in flight, whose buckets the caller adds only if not), both from one snapshot.
+   */
+  readBuckets(
+    entity: CountedEntity,
+    counter: CounterField,
+    id: string | number,
+    ranges: BucketRange[],
+    batchId: string | undefined,
+  ): Promise<StoredBuckets> {
+    const read = () => this.buckets.read(entity, counter, id, ranges, batchId);
+    return this.bounded('reading buckets', read).catch((error: Error) => {
+      throw readFailure(this.dialect, entity, 'reading buckets', error);
+    });
+  }
+
+  /** Deletes at most `limit` buckets of `granularity` that start before `before` (Unix seconds); returns how many. */
+  pruneBuckets(granularity: Granularity, before: number, limit: number): Promise<number> {
+    return this.bounded('pruning buckets', () => this.buckets.prune(granularity, before, limit));
+  }
+
+  /**
    * Applies batches (of one or more shards and entities) in one transaction: the ledger insert first (so
-   * a duplicate blocks and fails before it locks any counted row), then one UPDATE per table.
+   * a duplicate blocks and fails before it locks any counted row), then per table one UPDATE and the
+   * upsert of its windowed counters' buckets.
    * @param endedLate called with the transaction's outcome (undefined when it failed) if it ends after the
    *   wait for it was given up (`databaseTimeoutMs`): it may still have committed.
    */
@@ -214,6 +229,12 @@ export class CounterDatabase {
       const { counters, rows, batchOfRow } = mergeBatches(ofEntity);
       const missing = await this.updateTable(runner, dialect, ofEntity[0].entity, counters, rows);
       for (const row of missing) missingIds[batches.indexOf(ofEntity[batchOfRow[row]])].push(rows.ids[row]);
+      await this.buckets.add(
+        runner,
+        dialect,
+        ofEntity,
+        missing.map((row) => rows.ids[row]),
+      );
     }
     return { applied: true, missingIds };
   }

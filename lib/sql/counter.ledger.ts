@@ -47,12 +47,20 @@ export class CounterLedger {
   /** Whether the batch was committed: asked of the primary, since a replica behind it would say no. */
   async has(batchId: string): Promise<boolean> {
     const rows: unknown[] = await onPrimary(this.dataSource, (manager) =>
-      manager.query(
-        `SELECT 1 AS found FROM ${this.table()} WHERE ${this.column('batchId')} = ${this.dialect.placeholder(1)}`,
-        [batchId],
-      ),
+      manager.query(this.selectIfRecorded('1 AS found', 1), [batchId]),
     );
     return rows.length > 0;
+  }
+
+  /**
+   * `SELECT <columns>` giving one row when the ledger holds the batch whose id is parameter `position`,
+   * none otherwise: for a statement that reads something else in the same snapshot (`UNION ALL`).
+   */
+  selectIfRecorded(columns: string, position: number): string {
+    return (
+      `SELECT ${columns} FROM ${this.table()} ` +
+      `WHERE ${this.column('batchId')} = ${this.dialect.placeholder(position)}`
+    );
   }
 
   /**

@@ -1,5 +1,8 @@
 import { DEFAULT_FLUSH_BATCH_SIZE } from '../counter.constants.js';
 import {
+  bucketColumns,
+  bucketParams,
+  bucketTuples,
   currentValue,
   driverErrorOf,
   rowParams,
@@ -10,6 +13,7 @@ import {
   type Statement,
 } from './counter-dialect.js';
 import type { DeltaRows } from '../model/delta-batch.js';
+import type { BucketRows, BucketTable } from './counter-dialect.js';
 
 const ER_DUP_ENTRY = 1062;
 const ER_LOCK_WAIT_TIMEOUT = 1205;
@@ -17,11 +21,14 @@ const ER_LOCK_DEADLOCK = 1213;
 
 /** MariaDB's table value constructors (`VALUES (…), (…)` in a derived table) arrived in 10.3.3. */
 const MARIADB_VALUES_SINCE = [10, 3, 3];
+/** MySQL's row alias in INSERT (`VALUES … AS new`) arrived in 8.0.19, and deprecated `VALUES(column)`. */
+const MYSQL_ROW_ALIAS_SINCE = [8, 0, 19];
 
 /**
  * MySQL and MariaDB: the deltas as a derived table (one SELECT per row, joined by UNION ALL, which both
  * servers take) joined on the primary key. On MariaDB 10.3.3 and later the rows after the first are a
- * `VALUES` list instead (see `forServer`).
+ * `VALUES` list instead (see `forServer`). Buckets go in by `INSERT … ON DUPLICATE KEY UPDATE`, which
+ * names the inserted value through a row alias on MySQL 8.0.19 and later, by `VALUES(column)` elsewhere.
  */
 export const mysqlDialect: CounterDialect = {
   // Each transaction on a pooled connection of its own: `flushConcurrency` sets how many.
@@ -33,7 +40,18 @@ export const mysqlDialect: CounterDialect = {
   maxRowsPerStatement: () => 1_000,
 
   addDeltas: (target, rows, from, to) => joinedDeltas(target, rows, from, to, 'select'),
-  forServer: (version) => (isMariaDbWithValues(version) ? mariadbDialect : mysqlDialect),
+  maxBucketsPerStatement: 1_000,
+  addBuckets: (table, buckets, from, to) => upsertedBuckets(table, buckets, from, to, 'row alias'),
+  pruneBuckets: (table, granularity, before, limit) => ({
+    sql:
+      `DELETE FROM ${table.table} WHERE ${table.granularity} = ? AND ${table.start} < ? ` +
+      `ORDER BY ${table.start} LIMIT ?`,
+    params: [granularity, before, limit],
+  }),
+  forServer: (version) => {
+    if (isMariaDbWithValues(version)) return mariadbDialect;
+    return takesRowAlias(version) ? mysqlDialect : valuesFunctionDialect;
+  },
 
   isDuplicateKey: (error) => driverErrorOf(error).errno === ER_DUP_ENTRY,
   isTransient: (error) => {
@@ -56,18 +74,57 @@ export const mysqlDialect: CounterDialect = {
 const mariadbDialect: CounterDialect = {
   ...mysqlDialect,
   addDeltas: (target, rows, from, to) => joinedDeltas(target, rows, from, to, 'values'),
+  addBuckets: (table, buckets, from, to) => upsertedBuckets(table, buckets, from, to, 'values function'),
+  forServer: undefined,
+};
+
+/** MariaDB before 10.3.3 and MySQL before 8.0.19: the derived table of SELECTs, and `VALUES(column)`. */
+const valuesFunctionDialect: CounterDialect = {
+  ...mysqlDialect,
+  addBuckets: (table, buckets, from, to) => upsertedBuckets(table, buckets, from, to, 'values function'),
   forServer: undefined,
 };
 
 /** Whether `SELECT VERSION()` names a MariaDB that takes `VALUES` lists (e.g. `10.11.19-MariaDB-0+deb12u1`). */
 export function isMariaDbWithValues(version: string): boolean {
-  if (!/mariadb/i.test(version)) return false;
+  return /mariadb/i.test(version) && isAtLeast(version, MARIADB_VALUES_SINCE);
+}
+
+/** Whether `SELECT VERSION()` names a MySQL that takes a row alias in INSERT (e.g. `8.4.3`). */
+function takesRowAlias(version: string): boolean {
+  return !/mariadb/i.test(version) && isAtLeast(version, MYSQL_ROW_ALIAS_SINCE);
+}
+
+/** Whether the version a server reports (`major.minor.patch…`) is `since` or later; false when unreadable. */
+function isAtLeast(version: string, since: number[]): boolean {
   const parts = (/^(\d+)\.(\d+)\.(\d+)/.exec(version) ?? []).slice(1).map(Number);
   if (parts.length < 3) return false;
   for (let i = 0; i < 3; i++) {
-    if (parts[i] !== MARIADB_VALUES_SINCE[i]) return parts[i] > MARIADB_VALUES_SINCE[i];
+    if (parts[i] !== since[i]) return parts[i] > since[i];
   }
   return true;
+}
+
+/**
+ * `INSERT … VALUES (…), (…) ON DUPLICATE KEY UPDATE value = value + <the inserted value>`: the buckets are
+ * locked in the order of the list, which is the primary key's.
+ */
+function upsertedBuckets(
+  table: BucketTable,
+  buckets: BucketRows,
+  from: number,
+  to: number,
+  inserted: 'row alias' | 'values function',
+): Statement {
+  const { value } = table;
+  const insert = `INSERT INTO ${table.table} (${bucketColumns(table).join(', ')}) VALUES ${bucketTuples(to - from)}`;
+  return {
+    sql:
+      inserted === 'row alias'
+        ? `${insert} AS new ON DUPLICATE KEY UPDATE ${value} = ${table.table}.${value} + new.${value}`
+        : `${insert} ON DUPLICATE KEY UPDATE ${value} = ${value} + VALUES(${value})`,
+    params: bucketParams(buckets, from, to),
+  };
 }
 
 /**

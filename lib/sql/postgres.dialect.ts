@@ -1,5 +1,7 @@
 import { DEFAULT_FLUSH_BATCH_SIZE } from '../counter.constants.js';
 import {
+  bucketColumns,
+  bucketKey,
   currentValue,
   driverErrorOf,
   fixedIntegerRange,
@@ -51,6 +53,39 @@ export const postgresDialect: CounterDialect = {
         `FROM unnest(${arrays.join(', ')}) AS v(id, ${deltaNames.join(', ')}) ` +
         `WHERE t.${target.idColumn} = v.id AND t.${target.idColumn} = ANY(${ids})`,
       params,
+    };
+  },
+
+  maxBucketsPerStatement: Number.POSITIVE_INFINITY,
+
+  addBuckets(table, buckets, from, to) {
+    // Arrays again, as for addDeltas; `b` names the stored row in DO UPDATE whatever the table's path.
+    const { value } = table;
+    return {
+      sql:
+        `INSERT INTO ${table.table} AS b (${bucketColumns(table).join(', ')}) ` +
+        `SELECT $1::text, c, r, g, s, v ` +
+        `FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[]) AS u(c, r, g, s, v) ` +
+        `ON CONFLICT (${bucketKey(table)}) DO UPDATE SET ${value} = b.${value} + EXCLUDED.${value}`,
+      params: [
+        buckets.entity,
+        buckets.counters.slice(from, to),
+        buckets.rowIds.slice(from, to),
+        buckets.granularities.slice(from, to),
+        buckets.starts.slice(from, to),
+        buckets.deltas.slice(from, to),
+      ],
+    };
+  },
+
+  pruneBuckets(table, granularity, before, limit) {
+    // DELETE takes no LIMIT: the rows go by primary key, from a SELECT that takes one.
+    const key = bucketKey(table);
+    return {
+      sql:
+        `DELETE FROM ${table.table} WHERE (${key}) IN (SELECT ${key} FROM ${table.table} ` +
+        `WHERE ${table.granularity} = $1 AND ${table.start} < $2 ORDER BY ${table.start} LIMIT $3)`,
+      params: [granularity, before, limit],
     };
   },
 

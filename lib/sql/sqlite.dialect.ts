@@ -1,4 +1,8 @@
 import {
+  bucketColumns,
+  bucketKey,
+  bucketParams,
+  bucketTuples,
   currentValue,
   driverErrorOf,
   rowParams,
@@ -44,6 +48,25 @@ export const sqliteDialect: CounterDialect = {
   maxRowsPerStatement: (columns) => Math.min(STATEMENT_ROWS, Math.floor(MAX_PARAMETERS / (1 + columns))),
 
   addDeltas: joinedDeltas,
+
+  // Six parameters a bucket.
+  maxBucketsPerStatement: Math.floor(MAX_PARAMETERS / 6),
+
+  addBuckets: (table, buckets, from, to) => ({
+    // In DO UPDATE a bare column is the stored row's; `excluded` is the row the INSERT brought.
+    sql:
+      `INSERT INTO ${table.table} (${bucketColumns(table).join(', ')}) VALUES ${bucketTuples(to - from)} ` +
+      `ON CONFLICT (${bucketKey(table)}) DO UPDATE SET ${table.value} = ${table.value} + excluded.${table.value}`,
+    params: bucketParams(buckets, from, to),
+  }),
+
+  // DELETE … LIMIT needs a compile-time option of SQLite: the rows go by rowid, from a SELECT that limits.
+  pruneBuckets: (table, granularity, before, limit) => ({
+    sql:
+      `DELETE FROM ${table.table} WHERE rowid IN (SELECT rowid FROM ${table.table} ` +
+      `WHERE ${table.granularity} = ? AND ${table.start} < ? ORDER BY ${table.start} LIMIT ?)`,
+    params: [granularity, before, limit],
+  }),
 
   isDuplicateKey: (error) => DUPLICATE.has(String(driverErrorOf(error).code)),
   isTransient: (error) => String(driverErrorOf(error).code ?? '').startsWith('SQLITE_BUSY'),

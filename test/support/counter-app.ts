@@ -3,7 +3,13 @@ import { ScheduleModule } from '@nestjs/schedule';
 import { Test } from '@nestjs/testing';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { DataSource, type DataSourceOptions } from 'typeorm';
-import { CounterLedgerEntry, CounterModule, CounterService, type CounterModuleOptions } from '../../lib/index.js';
+import {
+  CounterBucket,
+  CounterLedgerEntry,
+  CounterModule,
+  CounterService,
+  type CounterModuleOptions,
+} from '../../lib/index.js';
 import { ENTITIES } from '../fixtures/entities.js';
 import type { AnyRedis } from '../../support/redis.js';
 import { counterRedisOption, type Topology } from './topologies.js';
@@ -38,7 +44,7 @@ export async function startCounterApp(options: CounterAppOptions): Promise<Count
     imports: [
       TypeOrmModule.forRoot({
         ...options.database,
-        entities: [...(options.entities ?? ENTITIES), CounterLedgerEntry],
+        entities: [...(options.entities ?? ENTITIES), CounterLedgerEntry, CounterBucket],
         synchronize: options.synchronize ?? true,
         logging: false,
       }),
