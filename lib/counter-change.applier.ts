@@ -167,7 +167,8 @@ export class CounterChangeApplier {
     const row = this.address(entity, id, counter);
     const { field, shard, encodedId } = row;
     const { min, max } = field;
-    return { ...row, request: { shard, encodedId, counter: field.name, delta, min, max, idempotencyKey } };
+    // A windowed counter's scriptName makes the script add the change to its buckets too.
+    return { ...row, request: { shard, encodedId, counter: field.scriptName, delta, min, max, idempotencyKey } };
   }
 
   /** A counter of a row: its entity, field, id and keys. Throws the errors of unknown names and invalid ids. */

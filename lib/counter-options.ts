@@ -5,6 +5,7 @@ import {
   MIN_DEFAULT_FLUSH_LEASE_MS,
 } from './counter.constants.js';
 import { MESSAGES } from './counter.messages.js';
+import { GRANULARITIES, GRANULARITY_SECONDS, type Granularity } from './model/time-bucket.js';
 import { CounterConfigurationError } from './exceptions/counter-configuration.error.js';
 import type { CounterModuleOptions } from './interfaces/counter-module-options.interface.js';
 import type {
@@ -39,6 +40,7 @@ export function resolveCounterOptions(options: CounterModuleOptions = {}): Resol
     ...defined,
     flushCron: resolveFlushCron(options),
     metrics: resolveMetrics(options.metrics),
+    bucketRetentionMs: resolveBucketRetention(options.bucketRetentionMs),
   } as ResolvedCounterOptions;
   // One interval: a dead flusher's shards are then taken over within about two (G10).
   resolved.flushLeaseMs ??= Math.max(MIN_DEFAULT_FLUSH_LEASE_MS, resolved.flushIntervalMs);
@@ -65,6 +67,26 @@ export function resolveCounterOptions(options: CounterModuleOptions = {}): Resol
   }
   if (resolved.durability !== 'none' && resolved.durability !== 'fsync') {
     throw new CounterConfigurationError(MESSAGES.badOption('durability', resolved.durability, "'none' or 'fsync'"));
+  }
+  return resolved;
+}
+
+/** How long buckets are kept per granularity, defaults applied; refuses values that cannot work. */
+function resolveBucketRetention(retention: CounterModuleOptions['bucketRetentionMs']): Record<Granularity, number> {
+  const defaults = COUNTER_DEFAULTS.bucketRetentionMs;
+  const resolved = { hour: retention?.hour ?? defaults.hour, day: retention?.day ?? defaults.day };
+  for (const granularity of GRANULARITIES) {
+    const value = resolved[granularity];
+    // Shorter than a bucket, a bucket would be pruned while it still takes changes.
+    if (!Number.isSafeInteger(value) || value < GRANULARITY_SECONDS[granularity] * 1_000) {
+      throw new CounterConfigurationError(
+        MESSAGES.badOption(
+          `bucketRetentionMs.${granularity}`,
+          value,
+          `a whole number of ms of at least one ${granularity}`,
+        ),
+      );
+    }
   }
   return resolved;
 }

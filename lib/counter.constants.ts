@@ -29,6 +29,7 @@ export const COUNTER_DEFAULTS = {
   cleanRowTtlSeconds: 3_600,
   idempotencyTtlSeconds: 86_400,
   ledgerRetentionMs: 7 * 24 * 3_600_000,
+  bucketRetentionMs: { hour: 7 * 24 * 3_600_000, day: 400 * 24 * 3_600_000 },
   redisCommandTimeoutMs: 1_000,
   databaseTimeoutMs: 10_000,
   metrics: false,

@@ -8,6 +8,7 @@ import { ConfigurableModuleClass } from './counter.module-definition.js';
 import { CounterOverlay } from './counter.overlay.js';
 import { COUNTER_FACTORY_PROVIDERS } from './counter.providers.js';
 import { CounterReader } from './counter.reader.js';
+import { CounterWindows } from './windows/counter-windows.js';
 import { CounterRegistry } from './counter.registry.js';
 import { CounterService } from './counter.service.js';
 import { CounterStatusReader } from './counter-status.reader.js';
@@ -42,6 +43,7 @@ import { CounterValueHydrator } from './sql/counter-value.hydrator.js';
     FlushHistory,
     OutageLog,
     CounterReader,
+    CounterWindows,
     CounterFlusher,
     CounterFlushScheduler,
     CounterChangeApplier,

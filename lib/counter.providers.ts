@@ -11,6 +11,7 @@ import { CounterRedisHandle } from './redis/counter-redis.handle.js';
 import { CounterStore } from './redis/counter.store.js';
 import { EvictionPolicyCheck } from './redis/eviction-policy.check.js';
 import { FlushStore } from './redis/flush.store.js';
+import { BucketStore } from './redis/bucket.store.js';
 import { IncrementBatcher } from './redis/increment.batcher.js';
 import { ScriptRunner } from './redis/script.runner.js';
 import { CountedRowsQuery } from './sql/counted-rows.query.js';
@@ -70,6 +71,11 @@ export const COUNTER_FACTORY_PROVIDERS: Provider[] = [
     provide: FlushStore,
     useFactory: (runner: ScriptRunner, instruments: CounterInstruments) => new FlushStore(runner, instruments),
     inject: [ScriptRunner, COUNTER_INSTRUMENTS],
+  },
+  {
+    provide: BucketStore,
+    useFactory: (runner: ScriptRunner) => new BucketStore(runner),
+    inject: [ScriptRunner],
   },
   {
     provide: CounterKeys,

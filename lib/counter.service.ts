@@ -14,6 +14,8 @@ import type { AuditOptions, AuditReport, RecountOptions, RecountReport } from '.
 import type { CountedEntity, CounterField } from './model/counted-entity.js';
 import { toRowId } from './model/row-id.js';
 import { CounterReconciler } from './reconcile/counter.reconciler.js';
+import { CounterWindows } from './windows/counter-windows.js';
+import type { CounterBucketValue, CounterSeriesWindow, CounterWindow } from './interfaces/counter-window.interface.js';
 
 /** The counters of entities: change them, read them live, overlay them, flush them. */
 @Injectable()
@@ -26,6 +28,7 @@ export class CounterService {
     private readonly reconciler: CounterReconciler,
     private readonly flusher: CounterFlusher,
     private readonly statusReader: CounterStatusReader,
+    private readonly windows: CounterWindows,
   ) {}
 
   /**
@@ -147,6 +150,33 @@ export class CounterService {
   async audit(entity: EntityClass, counter: string, options?: AuditOptions): Promise<AuditReport> {
     const counted = this.registry.get(entity);
     return this.reconciler.audit(counted, this.registry.counter(counted, counter), options);
+  }
+
+  /**
+   * The net change of a windowed counter (`@Counted({ windows })`) of a row over a window of time, live:
+   * the buckets in the database plus the changes still in Redis. The window is made of whole buckets: it
+   * counts every hour (or day, for a counter that keeps days only) that overlaps [since, until), in days
+   * where whole days fit. `until` defaults to now.
+   * @throws InvalidCounterOptionError for a bound that is not a time, or a counter without windows;
+   *   CounterWindowBeyondRetentionError for a window older than the buckets kept (`bucketRetentionMs`)
+   */
+  count(entity: EntityClass, id: string | number, counter: string, window: CounterWindow): Promise<number> {
+    return this.windows.count(entity, id, counter, window);
+  }
+
+  /**
+   * The net change of a windowed counter of a row per bucket of `granularity` over a window, live and in
+   * order, with 0 for the buckets without changes. In the finest granularity the counter keeps, their sum
+   * is what `count` gives for the same window.
+   * @throws as `count`; InvalidCounterOptionError for a granularity the counter does not keep
+   */
+  series(
+    entity: EntityClass,
+    id: string | number,
+    counter: string,
+    window: CounterSeriesWindow,
+  ): Promise<CounterBucketValue[]> {
+    return this.windows.series(entity, id, counter, window);
   }
 
   /** Writes every pending change to the database now (the scheduled flush does the same). */

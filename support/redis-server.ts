@@ -45,6 +45,8 @@ export interface RedisServerOptions {
   binary?: string;
   /** Prefix of the server's temporary directory's name. */
   directoryPrefix?: string;
+  /** Environment variables the server gets besides this process's (an LD_PRELOAD, say). */
+  env?: Record<string, string>;
   /**
    * Stops the server and removes its directory when this process exits, however it exits (SIGKILL
    * included), and keeps the server out of this process's group, so that a Ctrl-C in the terminal
@@ -75,6 +77,7 @@ export class RedisServer {
     private readonly tied: boolean,
     /** The binary it runs: `redis-server`, `valkey-server` or a path. */
     readonly binary: string = SERVER_BINARY,
+    private readonly env: Record<string, string> = {},
   ) {}
 
   get url(): string {
@@ -98,6 +101,7 @@ export class RedisServer {
         directory,
         !!options.tiedToThisProcess,
         options.binary,
+        options.env,
       );
       try {
         await server.launch();
@@ -171,13 +175,15 @@ export class RedisServer {
   }
 
   private async launch(): Promise<void> {
+    const env = { ...process.env, ...this.env };
     const child = this.tied
       ? // Its own process group: a Ctrl-C in the terminal reaches only this process.
         spawn('/bin/sh', ['-c', WATCHDOG, 'sh', this.binary, this.directory ?? '', ...this.args], {
           detached: true,
           stdio: ['pipe', 'pipe', 'pipe'],
+          env,
         })
-      : spawn(this.binary, this.args, { stdio: ['ignore', 'pipe', 'pipe'] });
+      : spawn(this.binary, this.args, { stdio: ['ignore', 'pipe', 'pipe'], env });
     this.process = child;
     // redis-server logs to its standard output: the last line says why it stopped, if it did.
     let output = '';

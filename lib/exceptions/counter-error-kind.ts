@@ -10,6 +10,7 @@ import { InvalidCounterDefinitionError } from './invalid-counter-definition.erro
 import { InvalidCounterDeltaError } from './invalid-counter-delta.error.js';
 import { InvalidCounterIdError } from './invalid-counter-id.error.js';
 import { InvalidCounterOptionError } from './invalid-counter-option.error.js';
+import { CounterWindowBeyondRetentionError } from './counter-window-beyond-retention.error.js';
 import { InvalidIdempotencyKeyError } from './invalid-idempotency-key.error.js';
 import { UnknownCountedEntityError } from './unknown-counted-entity.error.js';
 import { UnknownCounterError } from './unknown-counter.error.js';
@@ -60,6 +61,7 @@ const KINDS: ReadonlyArray<[ErrorClass, CounterErrorKind]> = [
   [InvalidCounterDeltaError, { httpStatus: HttpStatus.BAD_REQUEST, refusal: 'invalid_delta' }],
   [InvalidIdempotencyKeyError, { httpStatus: HttpStatus.BAD_REQUEST, refusal: 'invalid_idempotency_key' }],
   [InvalidCounterOptionError, { httpStatus: HttpStatus.BAD_REQUEST }],
+  [CounterWindowBeyondRetentionError, { httpStatus: HttpStatus.BAD_REQUEST }],
   [CounterRowNotFoundError, { httpStatus: HttpStatus.NOT_FOUND, refusal: 'row_not_found' }],
   [CounterOutOfRangeError, { httpStatus: HttpStatus.CONFLICT, refusal: 'out_of_range' }],
   [CounterStoreUnavailableError, { httpStatus: HttpStatus.SERVICE_UNAVAILABLE, failure: 'redis-unavailable' }],

@@ -14,3 +14,4 @@ export * from './invalid-idempotency-key.error.js';
 export * from './unknown-counted-entity.error.js';
 export * from './unknown-counter.error.js';
 export type { CounterFailureReason } from './counter-error-kind.js';
+export * from './counter-window-beyond-retention.error.js';

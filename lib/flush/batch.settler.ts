@@ -35,7 +35,7 @@ export class BatchSettler {
   ): Promise<boolean> {
     const { shard, batch } = claimed;
     const missing = encodedIdsOf(claimed, missingIds);
-    const counters = shard.entity.counterNames;
+    const counters = shard.entity.scriptNames;
     const acknowledged = await this.store.ack(shard.keys, batch.batchId, token, release, counters, missing);
     if (acknowledged) this.lossDetector.acknowledged(shard.keys, claimed.generation);
     else await this.forgetIfGone(claimed, pass);

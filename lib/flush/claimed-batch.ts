@@ -54,8 +54,13 @@ export function toDeltaBatch(
     if (id !== encodedId && String(id) !== encodedId) encodedIdOf.set(String(id), String(encodedId));
     return id;
   });
-  const { deltas } = claimed;
-  const changed = counters.flatMap((_, c) => (ids.some((__, row) => deltas[row * width + c] !== 0) ? [c] : []));
+  const { deltas, buckets } = claimed;
+  // A counter whose buckets changed is written too (adding 0 where its total did not), so that the UPDATE
+  // finds the rows that no longer exist, whose buckets are then left out.
+  const bucketColumns = new Set(buckets?.columns);
+  const changed = counters.flatMap((_, c) =>
+    bucketColumns.has(c) || ids.some((__, row) => deltas[row * width + c] !== 0) ? [c] : [],
+  );
   const batch: DeltaBatch = {
     batchId,
     entity,
@@ -66,6 +71,15 @@ export function toDeltaBatch(
       deltas: changed.length === width ? deltas : ids.flatMap((_, row) => changed.map((c) => deltas[row * width + c])),
     },
   };
+  if (buckets) {
+    batch.buckets = {
+      ids: buckets.rows.map((row) => ids[row]),
+      counters: buckets.columns.map((c) => counters[c]),
+      granularities: buckets.granularities,
+      starts: buckets.starts,
+      deltas: buckets.deltas,
+    };
+  }
   return { batch, encodedIdOf };
 }
 

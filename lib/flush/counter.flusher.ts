@@ -137,7 +137,7 @@ export class CounterFlusher implements OnApplicationBootstrap {
   private async claimBatch(pass: FlushPass, shard: FlushShard): Promise<ClaimedBatch | undefined> {
     const lostData = this.lossDetector.before(shard.keys);
     const claim = await this.store.claim(shard.keys, {
-      counters: shard.entity.counterNames,
+      counters: shard.entity.scriptNames,
       numericIds: shard.entity.numericId,
       token: pass.token,
       leaseMs: this.options.flushLeaseMs,

@@ -120,6 +120,13 @@ export interface CounterModuleOptions {
    */
   ledgerRetentionMs?: number;
   /**
+   * How long the buckets of windowed counters (`@Counted({ windows })`) are kept, per granularity, in
+   * milliseconds: the flush deletes older ones from `CounterBucket`, a few at a time, and a window that
+   * reaches back past them is refused (CounterWindowBeyondRetentionError).
+   * @default { hour: 604800000 (7 days), day: 34560000000 (400 days) }
+   */
+  bucketRetentionMs?: { hour?: number; day?: number };
+  /**
    * Timeout of one Redis command sent by a client the module created, in milliseconds. A user-supplied
    * client keeps its own settings.
    * @default 1000

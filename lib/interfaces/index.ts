@@ -6,3 +6,4 @@ export * from './counter-status.interface.js';
 export * from './counter-health-options.interface.js';
 export * from './counter-change.interface.js';
 export * from './reconcile.interface.js';
+export * from './counter-window.interface.js';

@@ -1,3 +1,4 @@
+import type { Granularity } from '../model/time-bucket.js';
 import type {
   CounterMetricsRegistry,
   CounterModuleOptions,
@@ -7,8 +8,10 @@ import type {
 // Internal: what the module's providers work with; not exported from the package root.
 /** Options after defaults were applied: what the module's providers work with. */
 export type ResolvedCounterOptions = Required<
-  Omit<CounterModuleOptions, 'redis' | 'flushBatchSize' | 'flushCron' | 'metrics'>
+  Omit<CounterModuleOptions, 'redis' | 'flushBatchSize' | 'flushCron' | 'metrics' | 'bucketRetentionMs'>
 > & {
+  /** Per granularity. */
+  bucketRetentionMs: Record<Granularity, number>;
   redis: CounterRedisConnection;
   /** Undefined: the database's default (see `CounterDatabase.flushBatchSize`). */
   flushBatchSize: number | undefined;

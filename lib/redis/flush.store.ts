@@ -22,7 +22,7 @@ export interface ShardBacklog {
 }
 
 export interface ClaimRequest {
-  /** The counters to claim: the entity's. */
+  /** The counters to claim: the entity's, as the claim script takes them (CounterField.scriptName). */
   counters: string[];
   /** Whether the entity's ids are integers (read as numbers from the batch). */
   numericIds: boolean;

@@ -1,3 +1,4 @@
+import { GRANULARITIES, GRANULARITY_CODE, type Granularity } from '../../model/time-bucket.js';
 import { emptyString, readDumpedHash, textOf, type DumpString } from './dumped-hash.parser.js';
 
 /**
@@ -7,6 +8,21 @@ import { emptyString, readDumpedHash, textOf, type DumpString } from './dumped-h
  */
 export interface BatchRows {
   encodedIds: Array<string | number>;
+  deltas: number[];
+  /** The changes of windowed counters' buckets, if any; a row may have some and no change of its totals. */
+  buckets?: BatchBuckets;
+}
+
+/**
+ * Bucket changes, one per place: place b adds `deltas[b]` to row `rows[b]`'s counter `columns[b]` (in the
+ * order of the counters claimed for), in its bucket of `granularities[b]` starting at `starts[b]` (Unix
+ * seconds).
+ */
+export interface BatchBuckets {
+  rows: number[];
+  columns: number[];
+  granularities: Granularity[];
+  starts: number[];
   deltas: number[];
 }
 
@@ -20,6 +36,7 @@ export interface ClaimedRows {
 export type BatchHash = { payload: Buffer } | { entries: Record<string, string> };
 
 const HASH_SIGN = 0x23;
+const AT_SIGN = 0x40;
 const SPACE = 0x20;
 const MINUS = 0x2d;
 const ZERO = 0x30;
@@ -29,9 +46,12 @@ const SAFE_DIGITS = 15;
 
 /**
  * A claimed batch's rows (claim.lua.ts). A change's field is "<encoded id> <counter>" (encoded ids are
- * ASCII, and neither holds a space), its value the delta; the batch's own fields ('#…') and changes that
- * netted to zero are skipped. Changes of counters other than `counters` come back as they came, for the
- * flusher to give back (give-back.lua.ts). Fields are read as bytes, an integer id as a number, without
+ * ASCII, and neither holds a space), its value the delta; a bucket's is "<encoded id> <counter>@<letter>
+ * <start>" (buckets.lua.ts, no space before the start). The batch's own fields ('#…') and changes that
+ * netted to zero are skipped. `counters` are the counters claimed for as the claim script takes them
+ * (`view_count@hd` for a windowed one, see CounterField.scriptName). Changes of other counters, and
+ * buckets of a granularity their counter does not keep here, come back as they came, for the flusher to
+ * give back (give-back.lua.ts). Fields are read as bytes, an integer id as a number, without
  * making a string of either. Throws `UnreadableDumpError` for a payload the parser does not read.
  */
 export function readClaimedBatch(hash: BatchHash, counters: string[], numericIds: boolean): ClaimedRows {
@@ -44,6 +64,9 @@ export function readClaimedBatch(hash: BatchHash, counters: string[], numericIds
 /** Puts a batch's changes in rows, one entry at a time. */
 class BatchReader {
   private readonly names: Buffer[];
+  /** Per counter, by the letter's code, the granularity of its buckets it keeps. */
+  private readonly windows: Array<Map<number, Granularity>>;
+  private readonly windowed: boolean;
   private readonly rows: BatchRows = { encodedIds: [], deltas: [] };
   private readonly unknown: string[] = [];
   private readonly rowOfNumber = new Map<number, number>();
@@ -53,7 +76,10 @@ class BatchReader {
     counters: string[],
     private readonly numericIds: boolean,
   ) {
-    this.names = counters.map((counter) => Buffer.from(counter));
+    const [names, windows] = [counters.map((counter) => counter.split('@')[0]), counters.map(windowsOf)];
+    this.names = names.map((name) => Buffer.from(name));
+    this.windows = windows;
+    this.windowed = windows.some((granularities) => granularities.size > 0);
   }
 
   readonly entry = (field: DumpString, value: DumpString): void => {
@@ -61,14 +87,27 @@ class BatchReader {
     const { bytes, start, end } = field;
     if (delta === 0 || (field.integer === undefined && bytes[start] === HASH_SIGN)) return;
     const space = field.integer === undefined ? spaceIn(bytes, start, end) : -1;
-    const column = space < 0 ? -1 : this.columnOf(bytes, space + 1, end);
-    if (column < 0) {
+    // Only an instance that keeps buckets looks for them: to the others a bucket is an unknown counter's.
+    const at = space >= 0 && this.windowed ? byteIn(bytes, AT_SIGN, space + 1, end) : -1;
+    const column = space < 0 ? -1 : this.columnOf(bytes, space + 1, at < 0 ? end : at);
+    const granularity = at < 0 || column < 0 ? undefined : this.windows[column].get(bytes[at + 1]);
+    const bucketStart = granularity === undefined ? undefined : safeIntegerText(bytes, at + 2, end);
+    if (column < 0 || (at >= 0 && bucketStart === undefined)) {
       this.unknown.push(textOf(field), textOf(value));
       return;
     }
     const id = this.numericIds ? safeIntegerText(bytes, start, space) : undefined;
     const row = id === undefined ? this.rowOfEncodedId(bytes.toString('latin1', start, space)) : this.rowOfId(id);
-    this.rows.deltas[row * this.names.length + column] = delta;
+    if (bucketStart === undefined) {
+      this.rows.deltas[row * this.names.length + column] = delta;
+      return;
+    }
+    const buckets = (this.rows.buckets ??= { rows: [], columns: [], granularities: [], starts: [], deltas: [] });
+    buckets.rows.push(row);
+    buckets.columns.push(column);
+    buckets.granularities.push(granularity!);
+    buckets.starts.push(bucketStart);
+    buckets.deltas.push(delta);
   };
 
   claimed(): ClaimedRows {
@@ -116,8 +155,24 @@ function safeIntegerText(bytes: Buffer, start: number, end: number): number | un
 
 /** The first space from `start` to `end` (exclusive); -1 if none. Compared in JS: a call into C++ costs more. */
 function spaceIn(bytes: Buffer, start: number, end: number): number {
-  for (let at = start; at < end; at++) if (bytes[at] === SPACE) return at;
+  return byteIn(bytes, SPACE, start, end);
+}
+
+/** The first `byte` from `start` to `end` (exclusive); -1 if none. */
+function byteIn(bytes: Buffer, byte: number, start: number, end: number): number {
+  for (let at = start; at < end; at++) if (bytes[at] === byte) return at;
   return -1;
+}
+
+/** The granularities a counter as the claim script takes it keeps, by the code of each one's letter. */
+function windowsOf(scriptName: string): Map<number, Granularity> {
+  const letters = scriptName.split('@')[1] ?? '';
+  const windows = new Map<number, Granularity>();
+  for (const granularity of GRANULARITIES) {
+    const letter = GRANULARITY_CODE[granularity];
+    if (letters.includes(letter)) windows.set(letter.charCodeAt(0), granularity);
+  }
+  return windows;
 }
 
 /** Whether bytes `start` to `end` are `name`'s. */

@@ -9,7 +9,7 @@ the changes all along), so every key the script uses is one of KEYS; the field n
 KEYS: the shard's dirty set, batch hash, lease, generation, pending hash, and hash of changes of
 counters unknown to the flushers that claimed them (give-back.lua.ts); one slot.
 ARGV[1] lease token, ARGV[2] lease ms, ARGV[3] new batch id, ARGV[4] most rows, ARGV[5] now (ms),
-ARGV[6..] the counters to claim (the entity's).
+ARGV[6..] the counters to claim (the entity's), a windowed one as '<name>@<letters>' (buckets.lua.ts).
 Every reply starts with {kind, lost, generation}: lost is 1 when the generation key was missing (it
 never expires, so Redis lost the shard's data: a restart without persistence, a failover to a replica
 that was behind, eviction); the key is then made again at 0. Then:
@@ -23,7 +23,8 @@ or false where Redis refuses DUMP (an ACL): the caller then reads the batch with
 
 A shard with at most 'most rows' dirty rows is claimed whole: its pending hash is renamed to the batch
 hash and its dirty set deleted, whatever the number of rows. A larger one gives its oldest rows, so no
-row waits behind newer ones. The new pending hash is kept as a hash table (wide-hash.lua.ts).
+row waits behind newer ones: each with its changes and, for a windowed counter, its bucket fields from
+its dirty-set score on. The new pending hash is kept as a hash table (wide-hash.lua.ts).
 Invariant: every unflushed change is in exactly one place: the pending hash (its row in the dirty set),
 the batch hash, or the hash of unknown counters' changes (until dropped as those of a removed counter).
 Runs on a Redis full under noeviction (allow-oom): the flush is what drains it, and this script adds
@@ -32,9 +33,17 @@ at most a lease or a few fields while the flush frees whole batches.
 
 --@include wide-hash
 --@include limits
+--@include buckets
 
 local dirty, batch, lease, generation, pending, unknown = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local token, leaseMs, batchId, most, now = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5]
+-- The counters claimed for, and per name the letters of its granularities ('' for a plain counter).
+local names, letters_of = {}, {}
+for c = 6, #ARGV do
+  local name, letters = split_windows(ARGV[c])
+  names[#names + 1] = name
+  letters_of[name] = letters or ''
+end
 
 local lost = 0
 if redis.call('EXISTS', generation) == 0 then
@@ -83,7 +92,11 @@ else
   local popped = redis.call('ZPOPMIN', dirty, most)
   local fields = {}
   for p = 1, #popped, 2 do
-    for c = 6, #ARGV do fields[#fields + 1] = popped[p] .. ' ' .. ARGV[c] end
+    for _, name in ipairs(names) do
+      local field = popped[p] .. ' ' .. name
+      fields[#fields + 1] = field
+      if letters_of[name] ~= '' then bucket_fields(fields, field, letters_of[name], tonumber(popped[p + 1])) end
+    end
   end
   local values = in_chunks('HMGET', pending, fields)
   local moved = {}
@@ -98,24 +111,27 @@ else
   rows = #popped / 2
 end
 -- Changes given back by an instance that did not know their counters: this one knows them if they are
--- among the counters it claims for. Those of a counter it does not know either are dropped once nothing
--- was given back for UNKNOWN_CHANGES_KEPT_MS ms ('#at', see give-back.lua.ts): a counter removed from
--- the entity, which no instance will claim.
+-- among the counters it claims for (a bucket's, if it keeps that granularity). Those of a counter it
+-- does not know either are dropped once nothing was given back for UNKNOWN_CHANGES_KEPT_MS ms ('#at',
+-- see give-back.lua.ts): a counter removed from the entity, which no instance will claim.
+local function known(field)
+  local name, bucket = split_windows(string.sub(field, string.find(field, ' ', 1, true) + 1))
+  local letters = letters_of[name]
+  if letters == nil then return false end
+  if bucket == nil then return true end
+  return string.find(letters, string.sub(bucket, 1, 1), 1, true) ~= nil
+end
 if redis.call('EXISTS', unknown) == 1 then
-  local known = {}
-  for c = 6, #ARGV do known[ARGV[c]] = true end
   local flat = redis.call('HGETALL', unknown)
   local givenAt, left = nil, 0
   for i = 1, #flat, 2 do
     if flat[i] == '#at' then givenAt = tonumber(flat[i + 1]) end
   end
-  local time = redis.call('TIME')
-  local stale = givenAt ~= nil
-    and givenAt + UNKNOWN_CHANGES_KEPT_MS <= time[1] * 1000 + math.floor(time[2] / 1000)
+  local stale = givenAt ~= nil and givenAt + UNKNOWN_CHANGES_KEPT_MS <= now_ms()
   for i = 1, #flat, 2 do
     local field = flat[i]
     if field ~= '#at' then
-      if known[string.sub(field, string.find(field, ' ', 1, true) + 1)] then
+      if known(field) then
         redis.call('HINCRBY', batch, field, flat[i + 1])
         redis.call('HDEL', unknown, field)
       elseif stale then

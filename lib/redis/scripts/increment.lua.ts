@@ -8,7 +8,8 @@ together (IncrementBatcher), so a call's fixed cost is shared.
 KEYS, four per row: the row's hash, its shard's pending hash, dirty set and generation (one slot); a
 row with a keyed change has a fifth, its shard's idempotency record (a sorted set).
 ARGV[1] row TTL (seconds); then per row, in the order of KEYS: its encoded id, the number n of its
-changes, then n times (counter, delta, min, max); min and max are '' for the safe-integer limits. A row
+changes, then n times (counter, delta, min, max); min and max are '' for the safe-integer limits; a windowed counter
+comes as '<name>@<letters>' (buckets.lua.ts). A row
 with a keyed change gives -n instead of n, then the keys' lifetime (seconds), then n times (counter,
 delta, min, max, idempotency key), the key '' for a change without one.
 Returns two values per change, in order: {1, new value} when applied; {0, generation} when the row has
@@ -18,8 +19,9 @@ key is in the record for the row (nothing written). A call of one change, applie
 alone (a client reads an integer faster than an array).
 
 Where a change goes: the row's 'v:<counter>' holds the live value; the shard's pending hash holds, per
-'<encoded id> <counter>', the delta no flush has claimed yet. Invariant: every row with a pending
-change is in the dirty set. The row is a cache that may expire; its pending changes do not.
+'<encoded id> <counter>', the delta no flush has claimed yet, and a windowed counter's bucket fields
+(buckets.lua.ts). Invariant: every row with a pending change is in the dirty set. The row is a cache
+that may expire; its pending changes do not.
 
 The idempotency record holds '<encoded id> <key>' per applied keyed change, scored by when it expires
 (ms, Redis's clock). Invariant: a keyed change is applied only if its member is absent or expired, and
@@ -62,7 +64,8 @@ end
 -- The one change of a row: most rows of a call have one, and need no tables. A keyed one (record and
 -- member given) applies only if its member is not remembered.
 local function change_one(k, id, counter, text, min, max, record, member, lifetime)
-  local field = 'v:' .. counter
+  local name, letters = split_windows(counter)
+  local field = 'v:' .. name
   local value = redis.call('HGET', KEYS[k], field)
   if not value then return 0, redis.call('GET', KEYS[k + 3]) or '0' end
   local current, delta = tonumber(value), tonumber(text)
@@ -71,7 +74,7 @@ local function change_one(k, id, counter, text, min, max, record, member, lifeti
     return 2, exact(current)
   end
   if record and not remember(record, member, lifetime) then return 3, exact(current) end
-  if delta ~= 0 and add(k, id, field, counter, delta, text) then mark_dirty(k, id, 1) end
+  if delta ~= 0 and add(k, id, field, name, delta, text, letters) then mark_dirty(k, id, 1) end
   return 1, exact(current + delta)
 end
 
@@ -127,16 +130,18 @@ while k <= #KEYS do
     at = at + width
   else
     -- Several changes of a row: each counter's are added up and written once (a hot row's likes).
-    -- Per counter: {live value, sum of the applied deltas, field}, or false when it has no live value.
+    -- Per counter: {live value, sum of the applied deltas, field, name, letters}, or false when it has no
+    -- live value.
     local state, counters = {}, {}
     for _ = 1, n do
       local counter, delta, min, max = ARGV[at], tonumber(ARGV[at + 1]), ARGV[at + 2], ARGV[at + 3]
       local key = record and ARGV[at + 4] or ''
       at = at + width
       if state[counter] == nil then
-        local field = 'v:' .. counter
+        local name, letters = split_windows(counter)
+        local field = 'v:' .. name
         local value = redis.call('HGET', KEYS[k], field)
-        state[counter] = value and { tonumber(value), 0, field } or false
+        state[counter] = value and { tonumber(value), 0, field, name, letters } or false
         counters[#counters + 1] = counter
       end
       local counted = state[counter]
@@ -162,7 +167,8 @@ while k <= #KEYS do
     local created = 0
     for _, counter in ipairs(counters) do
       local counted = state[counter]
-      if counted and counted[2] ~= 0 and add(k, id, counted[3], counter, counted[2], exact(counted[2])) then
+      local sum = counted and counted[2]
+      if sum and sum ~= 0 and add(k, id, counted[3], counted[4], sum, exact(sum), counted[5]) then
         created = created + 1
       end
     end

@@ -1,4 +1,6 @@
 import { IDEMPOTENCY_PRUNE_PER_CHANGE, UNKNOWN_CHANGES_KEPT_MS } from '../../counter.constants.js';
+import { BUCKETS_LUA } from './buckets.lua.js';
+import { CLOCK_LUA } from './clock.lua.js';
 import { NUMBERS_LUA } from './numbers.lua.js';
 import { ROW_CHANGE_LUA } from './row-change.lua.js';
 import { WIDE_HASH_LUA } from './wide-hash.lua.js';
@@ -6,6 +8,8 @@ import { WIDE_HASH_LUA } from './wide-hash.lua.js';
 /** The Lua pieces a script may include, by name. */
 const PIECES: Readonly<Record<string, string>> = {
   numbers: NUMBERS_LUA,
+  clock: CLOCK_LUA,
+  buckets: BUCKETS_LUA,
   'wide-hash': WIDE_HASH_LUA,
   'row-change': ROW_CHANGE_LUA,
   // The library's limits the scripts apply, from counter.constants.ts.

@@ -7,23 +7,17 @@
 export const ROW_CHANGE_LUA = String.raw`
 --@include numbers
 --@include wide-hash
+--@include buckets
 local ttl = ARGV[1]
 
--- Adds delta (given as text, as redis.call takes it) to the live value and to the pending change; true
--- when the pending change is new (the first since the shard's last claim, or one that netted to zero).
-local function add(k, id, field, counter, delta, text)
+-- Adds delta (given as text, as redis.call takes it) to the live value and to the pending change, and
+-- to the current buckets of a windowed counter ('letters' its granularities, nil for none); true when
+-- the pending change is new (the first since the shard's last claim, or one that netted to zero).
+local function add(k, id, field, counter, delta, text, letters)
   redis.call('HINCRBY', KEYS[k], field, text)
-  return redis.call('HINCRBY', KEYS[k + 1], id .. ' ' .. counter, text) == delta
-end
-
--- Redis's clock in ms, read once per call: a call runs at one instant for everyone else.
-local clock
-local function now_ms()
-  if not clock then
-    local time = redis.call('TIME')
-    clock = time[1] * 1000 + math.floor(time[2] / 1000)
-  end
-  return clock
+  local change = id .. ' ' .. counter
+  if letters then add_to_buckets(KEYS[k + 1], change, letters, text) end
+  return redis.call('HINCRBY', KEYS[k + 1], change, text) == delta
 end
 
 -- A row whose changes just made 'created' pending changes joins the dirty set (NX keeps when it first

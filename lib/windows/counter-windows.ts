@@ -1,0 +1,135 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { COUNTER_OPTIONS } from '../counter.constants.js';
+import { CounterRegistry } from '../counter.registry.js';
+import { CounterSeedContentionError } from '../exceptions/counter-seed-contention.error.js';
+import { CounterStoreUnavailableError } from '../exceptions/counter-store-unavailable.error.js';
+import { InvalidCounterOptionError } from '../exceptions/invalid-counter-option.error.js';
+import type { EntityClass } from '../interfaces/entity-class.interface.js';
+import type { ResolvedCounterOptions } from '../interfaces/resolved-counter-options.interface.js';
+import type { CountedEntity, CounterField } from '../model/counted-entity.js';
+import { toRowId, type RowId } from '../model/row-id.js';
+import type { BucketRange, Granularity } from '../model/time-bucket.js';
+import { BucketStore, bucketField, type WaitingBucketChanges } from '../redis/bucket.store.js';
+import { CounterKeys } from '../redis/counter.keys.js';
+import { SeedRetry } from '../seed.retry.js';
+import { CounterDatabase } from '../sql/counter.database.js';
+import { WINDOW_MESSAGES } from './window.messages.js';
+import { bucketStarts, checkRetention, coveringRanges, windowBounds } from './window.plan.js';
+import type { CounterBucketValue, CounterSeriesWindow, CounterWindow } from '../interfaces/counter-window.interface.js';
+
+/**
+ * Counts over time of windowed counters, live: the buckets the database has plus the changes of them
+ * still in Redis. The two are read apart, so a flush may move changes from one to the other meanwhile:
+ * the read of Redis comes with the shard's generation and batch id, the database tells in the same
+ * statement whether it has that batch, and Redis is asked again afterwards; if either moved, the read
+ * starts over.
+ */
+@Injectable()
+export class CounterWindows {
+  constructor(
+    private readonly registry: CounterRegistry,
+    private readonly keys: CounterKeys,
+    private readonly store: BucketStore,
+    private readonly database: CounterDatabase,
+    @Inject(COUNTER_OPTIONS) private readonly options: ResolvedCounterOptions,
+  ) {}
+
+  /** The counter's net change over the window (see `CounterService.count`). */
+  async count(entity: EntityClass, id: string | number, counter: string, window: CounterWindow): Promise<number> {
+    const { counted, field, rowId } = this.address(entity, id, counter);
+    const now = Date.now();
+    const ranges = coveringRanges(field.windows, windowBounds(field.windows[0], window, now));
+    checkRetention(ranges, this.options.bucketRetentionMs, now);
+    let total = 0;
+    for (const value of (await this.liveValues(counted, field, rowId, ranges)).values()) total += value;
+    return total;
+  }
+
+  /** The counter's net change per bucket of `granularity` over the window (see `CounterService.series`). */
+  async series(
+    entity: EntityClass,
+    id: string | number,
+    counter: string,
+    { granularity, ...window }: CounterSeriesWindow,
+  ): Promise<CounterBucketValue[]> {
+    const { counted, field, rowId } = this.address(entity, id, counter);
+    if (!field.windows.includes(granularity)) {
+      throw new InvalidCounterOptionError(
+        'granularity',
+        WINDOW_MESSAGES.granularityNotKept(counted.name, field.name, granularity, field.windows),
+      );
+    }
+    const now = Date.now();
+    const bounds = windowBounds(granularity, window, now);
+    checkRetention([bounds], this.options.bucketRetentionMs, now);
+    const values = await this.liveValues(counted, field, rowId, [bounds]);
+    return bucketStarts(bounds).map((start) => ({
+      start: new Date(start * 1_000),
+      value: values.get(bucketKey(granularity, start)) ?? 0,
+    }));
+  }
+
+  private address(entity: EntityClass, id: unknown, counter: string) {
+    const counted = this.registry.get(entity);
+    const field = this.registry.counter(counted, counter);
+    const rowId = toRowId(counted, id);
+    if (field.windows.length === 0) {
+      throw new InvalidCounterOptionError('windows', WINDOW_MESSAGES.notWindowed(counted.name, field.name));
+    }
+    return { counted, field, rowId };
+  }
+
+  /**
+   * Per bucket of `ranges` (keyed by `bucketKey`), its live value. With Redis unreachable, the values the
+   * database has: as of the last flush, as `get` falls back to the database value.
+   */
+  private async liveValues(
+    counted: CountedEntity,
+    field: CounterField,
+    rowId: RowId,
+    ranges: BucketRange[],
+  ): Promise<Map<string, number>> {
+    const encodedId = this.keys.encodeId(rowId.text);
+    const shard = this.keys.shard(counted.key, this.keys.shardOf(encodedId));
+    const buckets = ranges.flatMap(({ granularity, ...range }) =>
+      bucketStarts({ granularity, ...range }).map((start) => ({ granularity, start })),
+    );
+    const fields = buckets.map(({ granularity, start }) => bucketField(encodedId, field.name, granularity, start));
+    const retry = new SeedRetry();
+    for (;;) {
+      let before: WaitingBucketChanges;
+      try {
+        before = await this.store.read(shard, fields);
+      } catch (error) {
+        if (!(error instanceof CounterStoreUnavailableError)) throw error;
+        return (await this.database.readBuckets(counted, field, rowId.sql, ranges, undefined)).values;
+      }
+      const stored = await this.database.readBuckets(counted, field, rowId.sql, ranges, before.batchId || undefined);
+      const after = await this.store.read(shard, []).catch((error: unknown) => {
+        if (error instanceof CounterStoreUnavailableError) return undefined;
+        throw error;
+      });
+      if (!after) return stored.values;
+      if (after.generation === before.generation && after.batchId === before.batchId) {
+        const values = new Map(stored.values);
+        buckets.forEach(({ granularity, start }, b) => {
+          const key = bucketKey(granularity, start);
+          const inFlight = stored.batchApplied ? 0 : before.inFlight[b];
+          values.set(key, (values.get(key) ?? 0) + before.waiting[b] + inFlight);
+        });
+        return values;
+      }
+      if (!(await retry.next())) {
+        throw new CounterSeedContentionError(WINDOW_MESSAGES.windowContended(counted.name, rowId.text), {
+          entity: counted.name,
+          id: rowId.text,
+        });
+      }
+    }
+  }
+}
+
+/** How `CounterDatabase.readBuckets` keys a bucket. */
+function bucketKey(granularity: Granularity, start: number): string {
+  return `${granularity} ${start}`;
+}

@@ -1,0 +1,158 @@
+import { describe, expect, it } from 'vitest';
+import {
+  CounterBucket,
+  CounterWindowBeyondRetentionError,
+  InvalidCounterOptionError,
+  type CounterBucketValue,
+} from '../../lib/index.js';
+import { CounterRegistry } from '../../lib/counter.registry.js';
+import { toDeltaBatch } from '../../lib/flush/claimed-batch.js';
+import { CounterKeys } from '../../lib/redis/counter.keys.js';
+import { FlushStore } from '../../lib/redis/flush.store.js';
+import { CounterDatabase } from '../../lib/sql/counter.database.js';
+import { Post, Topic, WINDOWED_ENTITIES } from '../fixtures/windowed-entities.js';
+import { useCounterSuite } from '../support/counter-suite.js';
+import { TARGETS } from '../support/topologies.js';
+
+const HOUR_MS = 3_600_000;
+const DAY_MS = 24 * HOUR_MS;
+
+const sum = (series: CounterBucketValue[]) => series.reduce((total, bucket) => total + bucket.value, 0);
+
+// G11: `count` and `series` are live (the buckets the database has plus the changes Redis holds), the
+// same before a flush and after it, and never count a batch in flight twice, on every database and
+// topology. Redis's own clock picks the buckets here (bucket-changes.spec.ts fixes it).
+describe.each(TARGETS)('counts over time on %s, %s', (database, topology) => {
+  const suite = useCounterSuite({ database, topology }, 'windows', { shards: 4 }, 1, WINDOWED_ENTITIES);
+  const counters = () => suite.counter.counters;
+  let nextId = 1;
+  const newPost = async () => {
+    const id = nextId++;
+    await suite.counter.dataSource.getRepository(Post).insert({ id, viewCount: 0, likeCount: 0, shareCount: 0 });
+    return id;
+  };
+  /** The last two days, in hours: every change of a test falls in it. */
+  const lastHours = () => ({ since: Date.now() - 2 * DAY_MS, granularity: 'hour' as const });
+  /** The database's buckets of a row, as `series` gives non-zero ones. */
+  const storedBuckets = async (entity: string, id: string, granularity: string) => {
+    const rows = await suite.counter.dataSource
+      .getRepository(CounterBucket)
+      .find({ where: { entity, rowId: id, counter: 'view_count', granularity }, order: { start: 'ASC' } });
+    return rows.map((row) => ({ start: new Date(Number(row.start) * 1_000), value: Number(row.value) }));
+  };
+  const nonZero = (series: CounterBucketValue[]) => series.filter((bucket) => bucket.value !== 0);
+  const flush = async () => expect((await counters().flush()).error).toBeUndefined();
+
+  it('counts changes live, the same before the flush and after it, in buckets that add up to it', async () => {
+    const id = await newPost();
+    await counters().increment(Post, id, 'view_count', 5);
+    await counters().decrement(Post, id, 'view_count', 2);
+    await counters().change(Post, id, 'view_count', 4, { idempotencyKey: 'k-1' });
+    await counters().change(Post, id, 'view_count', 4, { idempotencyKey: 'k-1' });
+    await counters().increment(Post, id, 'share_count', 9);
+
+    const window = { since: Date.now() - DAY_MS };
+    const before = { count: await counters().count(Post, id, 'view_count', window) };
+    const hours = await counters().series(Post, id, 'view_count', lastHours());
+    const days = await counters().series(Post, id, 'view_count', { ...lastHours(), granularity: 'day' });
+    expect(before.count).toBe(7);
+    expect([sum(hours), sum(days)]).toEqual([7, 7]);
+    expect(hours).toHaveLength(49);
+    expect(days).toHaveLength(3);
+
+    await flush();
+    const table = suite.counter.dataSource.getMetadata(Post).tablePath;
+    expect(await storedBuckets(table, String(id), 'hour')).toEqual(nonZero(hours));
+    expect(await storedBuckets(table, String(id), 'day')).toEqual(nonZero(days));
+    expect(await counters().count(Post, id, 'view_count', window)).toBe(7);
+    expect(await counters().series(Post, id, 'view_count', lastHours())).toEqual(hours);
+    // More changes after the flush: the stored buckets plus the pending ones.
+    await counters().increment(Post, id, 'view_count', 10);
+    expect(await counters().count(Post, id, 'view_count', window)).toBe(17);
+  });
+
+  it('counts a batch in flight once, whether the database has it yet or not', async () => {
+    const id = await newPost();
+    await counters().increment(Post, id, 'view_count', 3);
+    const app = suite.counter.app;
+    const posts = app.get(CounterRegistry).get(Post);
+    const keys = app.get(CounterKeys);
+    const shard = keys.shard(posts.key, keys.shardOf(String(id)));
+    const store = app.get(FlushStore);
+    const claim = await store.claim(shard, {
+      counters: posts.scriptNames,
+      numericIds: true,
+      token: 'test',
+      leaseMs: 30_000,
+      batchId: `windows-${id}`,
+      limit: 1_000,
+    });
+    if (claim.kind !== 'batch') throw new Error(`no batch claimed: ${claim.kind}`);
+    const window = { since: Date.now() - DAY_MS };
+    // Claimed, not written: in Redis's batch only.
+    await counters().increment(Post, id, 'view_count', 1);
+    expect(await counters().count(Post, id, 'view_count', window)).toBe(4);
+    // Written, not acknowledged: in the database and still in Redis's batch.
+    const { batch } = toDeltaBatch(keys, posts, shard.shard, claim.batchId, claim.rows);
+    expect(await app.get(CounterDatabase).applyBatches([batch])).toMatchObject({ applied: true });
+    expect(await counters().count(Post, id, 'view_count', window)).toBe(4);
+    expect(await store.ack(shard, claim.batchId, 'test', true, posts.scriptNames, [])).toBe(true);
+    expect(await counters().count(Post, id, 'view_count', window)).toBe(4);
+    await flush();
+    expect(await counters().count(Post, id, 'view_count', window)).toBe(4);
+  });
+
+  it('keeps a day-only counter in days, and names string ids by their text', async () => {
+    const id = await newPost();
+    await counters().increment(Post, id, 'like_count', 6);
+    await counters().decrement(Post, id, 'like_count', 1);
+    const topic = 'news:{eu} 1';
+    await suite.counter.dataSource.getRepository(Topic).insert({ id: topic, viewCount: 0 });
+    await counters().increment(Topic, topic, 'view_count', 8);
+    const since = Date.now() - DAY_MS;
+    await flush();
+    expect(await counters().count(Post, id, 'like_count', { since })).toBe(5);
+    expect(await counters().count(Topic, topic, 'view_count', { since })).toBe(8);
+    const stored = await suite.counter.dataSource.getRepository(CounterBucket).findBy({ rowId: topic });
+    expect(stored.map((row) => [row.counter, row.granularity, Number(row.value)]).sort()).toEqual([
+      ['view_count', 'day', 8],
+      ['view_count', 'hour', 8],
+    ]);
+  });
+
+  it('writes no bucket of a row deleted before the flush', async () => {
+    const id = await newPost();
+    await counters().increment(Post, id, 'view_count', 2);
+    await suite.counter.dataSource.getRepository(Post).delete({ id });
+    await flush();
+    const table = suite.counter.dataSource.getMetadata(Post).tablePath;
+    expect(await storedBuckets(table, String(id), 'hour')).toEqual([]);
+    expect(await storedBuckets(table, String(id), 'day')).toEqual([]);
+  });
+
+  it('refuses windows it cannot answer, naming the option', async () => {
+    const id = await newPost();
+    const refusal = async (run: () => Promise<unknown>) => {
+      const error = await run().then(
+        () => undefined,
+        (caught: unknown) => caught,
+      );
+      return error instanceof InvalidCounterOptionError || error instanceof CounterWindowBeyondRetentionError
+        ? [error.constructor.name, error.option]
+        : error;
+    };
+    expect(await refusal(() => counters().count(Post, id, 'share_count', { since: 0 }))).toEqual([
+      'InvalidCounterOptionError',
+      'windows',
+    ]);
+    expect(
+      await refusal(() => counters().series(Post, id, 'like_count', { since: Date.now(), granularity: 'hour' })),
+    ).toEqual(['InvalidCounterOptionError', 'granularity']);
+    expect(
+      await refusal(() => counters().count(Post, id, 'view_count', { since: Date.now() - 8 * DAY_MS - 1 })),
+    ).toEqual(['CounterWindowBeyondRetentionError', 'bucketRetentionMs.hour']);
+    expect(await refusal(() => counters().count(Post, id, 'like_count', { since: Date.now() - 401 * DAY_MS }))).toEqual(
+      ['CounterWindowBeyondRetentionError', 'bucketRetentionMs.day'],
+    );
+  });
+});
