@@ -9,8 +9,9 @@ import { RedisServer } from '../redis-server.js';
 const SOURCE = join(dirname(fileURLToPath(import.meta.url)), 'fixed-clock.c');
 
 /**
- * A redis-server whose wall clock the test sets (fixed-clock.c, preloaded): what Redis's `TIME` gives the
- * scripts, to the microsecond, until `realTime()` gives it the real clock back. For tests of what
+ * A redis-server whose wall clock the test sets (fixed-clock.c, preloaded): stopped at a time
+ * (`setTime`), to the microsecond, or running ahead of the real one (`shiftTime`: its keys then expire
+ * as time goes), until `realTime()` gives it the real clock back. For tests of what
  * depends on Redis's clock, such as the bucket a change lands in.
  */
 export class FixedClockRedis {
@@ -36,6 +37,12 @@ export class FixedClockRedis {
   setTime(time: Date | number): void {
     const ms = time instanceof Date ? time.getTime() : time;
     writeFileSync(this.clockFile, String(Math.round(ms * 1_000)));
+  }
+
+  /** Redis's clock runs again, `offsetMs` ahead of the real one (behind, if negative). */
+  shiftTime(offsetMs: number): void {
+    const microseconds = Math.round(offsetMs * 1_000);
+    writeFileSync(this.clockFile, microseconds < 0 ? String(microseconds) : `+${microseconds}`);
   }
 
   realTime(): void {
