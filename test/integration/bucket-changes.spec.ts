@@ -7,7 +7,7 @@ import { FlushStore } from '../../lib/redis/flush.store.js';
 import { FixedClockRedis } from '../../support/clock/fixed-clock-redis.js';
 import { createTestDatabase, DATABASES, type TestDatabase } from '../../support/databases.js';
 import { RESP2, uniquePrefix } from '../../support/redis.js';
-import { Post, Topic, WINDOWED_ENTITIES } from '../fixtures/windowed-entities.js';
+import { Post, Channel, WINDOWED_ENTITIES } from '../fixtures/windowed-entities.js';
 import { startCounterApp, type CounterApp } from '../support/counter-app.js';
 
 /** startCounterApp's default. */
@@ -30,7 +30,7 @@ describe('the buckets a change lands in, by Redis clock', () => {
   const keys = new CounterKeys(prefix, SHARDS);
 
   /** The pending hash of the row's shard, all its fields. */
-  const pendingOf = async (entity: typeof Post | typeof Topic, id: string | number) => {
+  const pendingOf = async (entity: typeof Post | typeof Channel, id: string | number) => {
     const table = app.dataSource.getMetadata(entity).tablePath;
     const encoded = keys.encodeId(String(id));
     const fields = await redis.hgetall(keys.shard(table, keys.shardOf(encoded)).pending);
@@ -156,12 +156,12 @@ describe('the buckets a change lands in, by Redis clock', () => {
   });
 
   it('names the buckets of a string id by its encoded id', async () => {
-    const topic = 'a b:{c}@d';
-    await app.dataSource.getRepository(Topic).insert({ id: topic, viewCount: 0 });
+    const channel = 'a b:{c}@d';
+    await app.dataSource.getRepository(Channel).insert({ id: channel, viewCount: 0 });
     at(TEN_O_CLOCK + 5);
-    await app.counters.increment(Topic, topic, 'view_count', 2);
-    const encoded = encodeURIComponent(topic);
-    expect(await pendingOf(Topic, topic)).toEqual({
+    await app.counters.increment(Channel, channel, 'view_count', 2);
+    const encoded = encodeURIComponent(channel);
+    expect(await pendingOf(Channel, channel)).toEqual({
       [`${encoded} view_count`]: '2',
       [`${encoded} view_count@h${TEN_O_CLOCK}`]: '2',
       [`${encoded} view_count@d${MIDNIGHT - DAY}`]: '2',

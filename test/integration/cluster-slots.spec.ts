@@ -11,6 +11,7 @@ import { startCounterApp, type CounterApp } from '../support/counter-app.js';
 import { createTestDatabase, DATABASES, type TestDatabase } from '../../support/databases.js';
 import { Article, ArticleBeforeViewCount, ENTITIES, Remark } from '../fixtures/entities.js';
 import { Reply, SOURCED_ENTITIES, Topic } from '../fixtures/sourced-entities.js';
+import { Post, WINDOWED_ENTITIES } from '../fixtures/windowed-entities.js';
 import { deleteKeys, masters, uniquePrefix } from '../../support/redis.js';
 import { articleCounts, insertArticles, insertRemarks, remarkCounts, spreadIds } from '../../support/rows.js';
 import { claimedBatchId, claimedIds, replicasAwaited, scriptArguments, scriptsBySha } from '../support/script-calls.js';
@@ -38,6 +39,7 @@ const LIBRARY_SCRIPTS = [
   'nestjsCounterGiveBack',
   'nestjsCounterRelease',
   'nestjsCounterRenew',
+  'nestjsCounterBucketRead',
 ];
 
 /**
@@ -276,6 +278,13 @@ describe.runIf(TOPOLOGIES.includes('cluster'))('hash slots of every command on a
       cursor: null,
     });
     expect((await flush()).rows).toBe(1);
+    // A windowed counter: its changes go to its buckets too, which a claim takes and a window reads.
+    await dataSource.getRepository(Post).insert({ id: 1, viewCount: 0, likeCount: 0, shareCount: 0 });
+    expect(await counters.increment(Post, 1, 'view_count', 3)).toBe(3);
+    const lastDay = { since: Date.now() - 86_400_000 };
+    expect(await counters.count(Post, 1, 'view_count', lastDay)).toBe(3);
+    expect((await flush()).rows).toBe(1);
+    expect(await counters.count(Post, 1, 'view_count', lastDay)).toBe(3);
     // A loss of a shard's data with repairOnDataLoss: the claim that makes its generation key again
     // queues the repair, which is walked under the deployment's repair lease (repair keys of one slot).
     const repairing = await startCounterApp({
@@ -325,7 +334,7 @@ describe.runIf(TOPOLOGIES.includes('cluster'))('hash slots of every command on a
       database: database.options,
       keyPrefix: prefix,
       redis: client,
-      entities: [...ENTITIES, ...SOURCED_ENTITIES],
+      entities: [...ENTITIES, ...SOURCED_ENTITIES, ...WINDOWED_ENTITIES],
       counter: {
         shards: SHARDS,
         flushBatchSize: BATCH_SIZE,
@@ -434,9 +443,9 @@ describe.runIf(TOPOLOGIES.includes('cluster'))('hash slots of every command on a
     // Every claimed row was in a claim's reply: the first flush's, the crashed flush's, the crashed
     // batch's again when recovered, the row whose transaction outlasted the lease, the row whose
     // transaction failed and again when recovered, the deleted row's (which its ack also names as
-    // missing), the row the older instance claimed and then this one, the recounted row, and the topic
+    // missing), the row the older instance claimed and then this one, the recounted row, the windowed post, and the topic
     // flushed before its shard's data was lost.
-    expect(claimedRows).toBe(ARTICLES + REMARKS + CRASHED_ARTICLES + crashedRows + 1 + 2 + 1 + 2 + 1 + 1);
+    expect(claimedRows).toBe(ARTICLES + REMARKS + CRASHED_ARTICLES + crashedRows + 1 + 2 + 1 + 2 + 1 + 1 + 1);
     expect(missingIds).toBe(1);
     // What the scripts ran inside Redis: every library script, each command over declared keys only.
     const audited = (await audit.seen(redis)).filter(({ declared }) =>

@@ -10,7 +10,7 @@ import { toDeltaBatch } from '../../lib/flush/claimed-batch.js';
 import { CounterKeys } from '../../lib/redis/counter.keys.js';
 import { FlushStore } from '../../lib/redis/flush.store.js';
 import { CounterDatabase } from '../../lib/sql/counter.database.js';
-import { Post, Topic, WINDOWED_ENTITIES } from '../fixtures/windowed-entities.js';
+import { Post, Channel, WINDOWED_ENTITIES } from '../fixtures/windowed-entities.js';
 import { useCounterSuite } from '../support/counter-suite.js';
 import { TARGETS } from '../support/topologies.js';
 
@@ -106,14 +106,14 @@ describe.each(TARGETS)('counts over time on %s, %s', (database, topology) => {
     const id = await newPost();
     await counters().increment(Post, id, 'like_count', 6);
     await counters().decrement(Post, id, 'like_count', 1);
-    const topic = 'news:{eu} 1';
-    await suite.counter.dataSource.getRepository(Topic).insert({ id: topic, viewCount: 0 });
-    await counters().increment(Topic, topic, 'view_count', 8);
+    const channel = 'news:{eu} 1';
+    await suite.counter.dataSource.getRepository(Channel).insert({ id: channel, viewCount: 0 });
+    await counters().increment(Channel, channel, 'view_count', 8);
     const since = Date.now() - DAY_MS;
     await flush();
     expect(await counters().count(Post, id, 'like_count', { since })).toBe(5);
-    expect(await counters().count(Topic, topic, 'view_count', { since })).toBe(8);
-    const stored = await suite.counter.dataSource.getRepository(CounterBucket).findBy({ rowId: topic });
+    expect(await counters().count(Channel, channel, 'view_count', { since })).toBe(8);
+    const stored = await suite.counter.dataSource.getRepository(CounterBucket).findBy({ rowId: channel });
     expect(stored.map((row) => [row.counter, row.granularity, Number(row.value)]).sort()).toEqual([
       ['view_count', 'day', 8],
       ['view_count', 'hour', 8],
@@ -132,6 +132,8 @@ describe.each(TARGETS)('counts over time on %s, %s', (database, topology) => {
 
   it('refuses windows it cannot answer, naming the option', async () => {
     const id = await newPost();
+    // Eight days ago at 01:30 UTC: its first hours are older than the hours kept, and no day starts there.
+    const midnight = Math.floor(Date.now() / DAY_MS) * DAY_MS;
     const refusal = async (run: () => Promise<unknown>) => {
       const error = await run().then(
         () => undefined,
@@ -149,7 +151,7 @@ describe.each(TARGETS)('counts over time on %s, %s', (database, topology) => {
       await refusal(() => counters().series(Post, id, 'like_count', { since: Date.now(), granularity: 'hour' })),
     ).toEqual(['InvalidCounterOptionError', 'granularity']);
     expect(
-      await refusal(() => counters().count(Post, id, 'view_count', { since: Date.now() - 8 * DAY_MS - 1 })),
+      await refusal(() => counters().count(Post, id, 'view_count', { since: midnight - 8 * DAY_MS + 90 * 60_000 })),
     ).toEqual(['CounterWindowBeyondRetentionError', 'bucketRetentionMs.hour']);
     expect(await refusal(() => counters().count(Post, id, 'like_count', { since: Date.now() - 401 * DAY_MS }))).toEqual(
       ['CounterWindowBeyondRetentionError', 'bucketRetentionMs.day'],
