@@ -20,9 +20,12 @@ import { Article, Badge, ENTITIES, Remark } from '../fixtures/entities.js';
 import {
   CompositeKeyCounter,
   DuplicateCounter,
+  LongWindowedNameCounter,
+  MinuteWindowCounter,
   NotAColumnCounter,
   VarcharCounter,
 } from '../fixtures/invalid-entities.js';
+import { WINDOWED_ENTITIES } from '../fixtures/windowed-entities.js';
 import { NestHarness, type HarnessAppOptions } from '../support/nest-harness.js';
 import { deleteKeys, REDIS_URL, RESP2, scanKeys, testRedis, uniquePrefix } from '../../support/redis.js';
 
@@ -287,6 +290,16 @@ describe.each(DATABASES)('module wiring on %s', (databaseName) => {
         CompositeKeyCounter,
         ['CompositeKeyCounter', 'composite primary key of 2 columns', 'exactly one primary column'],
       ],
+      [
+        'with windows of a granularity it does not keep',
+        MinuteWindowCounter,
+        ['MinuteWindowCounter.plays', '["minute"]', "'hour' and/or 'day'"],
+      ],
+      [
+        'with windows on a counter whose name its buckets cannot hold',
+        LongWindowedNameCounter,
+        ['LongWindowedNameCounter.ppp', 'at most 64 characters'],
+      ],
     ] as const)('%s', async (_, entity, fragments) => {
       const { error, ms } = await bootstrapError(() =>
         harness.start({
@@ -337,6 +350,21 @@ describe.each(DATABASES)('module wiring on %s', (databaseName) => {
       expect((error as Error).message).toContain('entities');
     });
 
+    it('with a windowed counter but without CounterBucket in the data source', async () => {
+      const { error } = await bootstrapError(() =>
+        harness.start({
+          database: database.options,
+          entities: [...WINDOWED_ENTITIES, CounterLedgerEntry],
+          imports: [
+            CounterModule.forRoot({ redis: spare, keyPrefix: newPrefix('wiring-buckets'), flushEnabled: false }),
+          ],
+        }),
+      );
+      expect(error).toBeInstanceOf(CounterConfigurationError);
+      expect((error as Error).message).toContain('Post.view_count declares windows');
+      expect((error as Error).message).toContain('CounterBucket');
+    });
+
     it('with flushEnabled but without ScheduleModule.forRoot()', async () => {
       const { error } = await bootstrapError(() =>
         startApp({ redis: spare, keyPrefix: newPrefix('wiring-schedule'), flushEnabled: true }),
@@ -355,6 +383,16 @@ describe.each(DATABASES)('module wiring on %s', (databaseName) => {
       ['flushConcurrency: 0', { flushConcurrency: 0 }, ['"flushConcurrency"', 'a positive integer', 'got 0']],
       ['flushBatchSize: 0', { flushBatchSize: 0 }, ['"flushBatchSize"', 'a positive integer', 'got 0']],
       ['keyPrefix: "a{b}"', { keyPrefix: 'a{b}' }, ['"keyPrefix"', 'without "{" or "}"', 'got a{b}']],
+      [
+        'bucketRetentionMs: { hour: 60000 }',
+        { bucketRetentionMs: { hour: 60_000 } },
+        ['"bucketRetentionMs.hour"', 'at least one hour', 'got 60000'],
+      ],
+      [
+        'bucketRetentionMs: { day: 1.5 }',
+        { bucketRetentionMs: { day: 1.5 } },
+        ['"bucketRetentionMs.day"', 'at least one day', 'got 1.5'],
+      ],
     ] as const)('with the bad option %s', async (_, option, fragments) => {
       for (const start of [
         () => startApp({ redis: spare, keyPrefix: newPrefix('wiring-option'), flushEnabled: false, ...option }),
