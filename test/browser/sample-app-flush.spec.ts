@@ -163,6 +163,8 @@ describe.skipIf(!chromiumAvailable())("the sample app's flush panels in Chromium
     await page.waitForSelector('#inspect-solution option[value="1"]');
     await page.select('#inspect-solution', '1');
     await page.click('#burst-start');
+    // The page shows the last test's burst, done, until its first refresh after the click.
+    await waitForBurst('sending');
     await waitForBurst('done');
     expect(await text('#burst-lost')).toBe('0');
     await new Promise((resolve) => setTimeout(resolve, 2_000)); // the chart's next seconds
