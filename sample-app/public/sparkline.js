@@ -15,7 +15,7 @@ const describe = ({ start, value }) => `${hourOf(start)} UTC: ${number(value)} $
 
 const state = { drawn: '' };
 
-/** Draws `hours` (oldest first, `[{ start, value }]`) into #views-per-hour, unless they are what it shows. */
+/** Draws `hours` (oldest first, `[{ start, value }]`) and the last one's text, unless they are what is shown. */
 export function drawSparkline(hours) {
   const drawn = JSON.stringify(hours);
   if (drawn === state.drawn) return;
@@ -38,7 +38,8 @@ export function drawSparkline(hours) {
       s('title', {}, describe(hour)),
     );
   });
-  const label = `Views per hour over the last 24 hours: ${hours.map((hour) => `${hourOf(hour.start)} ${number(hour.value)}`).join(', ')} (UTC)`;
+  const values = hours.map((hour) => `${hourOf(hour.start)} ${number(hour.value)}`).join(', ');
+  const label = `Views per hour over the last 24 hours: ${values} (UTC)`;
   const svg = s(
     'svg',
     { viewBox: `0 0 ${hours.length * (BAR + GAP) - GAP} ${HEIGHT}`, role: 'img', 'aria-label': label },
