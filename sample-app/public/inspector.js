@@ -1,8 +1,10 @@
 // One solution's counters side by side: the live value (Redis), the value in SQL (read straight from the
 // table), and the changes between them that wait for a flush. The SQL value lights up when a flush lands.
+// Below them, the solution's views per hour (sparkline.js).
 
 import { api } from './api.js';
 import { h, number, setText, signed } from './dom.js';
+import { drawSparkline } from './sparkline.js';
 
 const COUNTERS = [
   ['like_count', 'Likes'],
@@ -61,13 +63,20 @@ export function selectSolution(id) {
   return refreshInspector(true);
 }
 
-/** Reads `GET /solutions/:id/counters` (which counts no view). `fresh`: another solution, nothing flashes. */
+/**
+ * Reads `GET /solutions/:id/counters` and `GET /solutions/:id/views/hourly` (neither counts a view).
+ * `fresh`: another solution, nothing flashes.
+ */
 export async function refreshInspector(fresh = false) {
   // Not before the overview listed the solutions: the one remembered may be gone.
   if (document.getElementById('inspect-solution').options.length === 0) return;
   const id = state.solutionId;
-  const { counters } = await api('GET', `/solutions/${id}/counters`);
+  const [{ counters }, hours] = await Promise.all([
+    api('GET', `/solutions/${id}/counters`),
+    api('GET', `/solutions/${id}/views/hourly`),
+  ]);
   if (id !== state.solutionId) return;
+  drawSparkline(hours);
   for (const [counter] of COUNTERS) {
     const { live, sql, pending } = counters[counter];
     const cell = (kind) => document.querySelector(`[data-${kind}="${counter}"]`);

@@ -11,6 +11,8 @@ const ROUTES: Record<string, string> = {
   'GET /solutions?page=&size=&problemId=': 'solutions with live counts',
   'GET /solutions/:id': 'counts a view, returns the solution',
   'GET /solutions/:id/counters': 'each counter live, in SQL (read from the table) and pending; counts no view',
+  'GET /solutions/:id/views/hourly':
+    'views per hour over the last 24 hours (UTC), live: [{start, value}]; counts no view',
   'GET /users': 'the demo users; send "X-User-Id: <id>" to act as one',
   'POST /solutions/:id/like': 'with X-User-Id: like (a second like changes nothing); DELETE to unlike',
   'POST /solutions/:id/comments': '{"content", "parentId"?}: adds a comment, or a reply (its author: X-User-Id)',

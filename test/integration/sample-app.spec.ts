@@ -6,7 +6,7 @@ import request from 'supertest';
 import type { App } from 'supertest/types.js';
 import { DataSource } from 'typeorm';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { CounterService, CounterStoreUnavailableError } from '../../lib/index.js';
+import { CounterBucket, CounterService, CounterStoreUnavailableError } from '../../lib/index.js';
 import { Comment } from '../../sample-app/src/comments/comment.entity.js';
 import { Problem } from '../../sample-app/src/problems/problem.entity.js';
 import { Solution } from '../../sample-app/src/solutions/solution.entity.js';
@@ -57,6 +57,17 @@ interface SolutionBody {
   id: number;
   likeCount: number;
   viewCount: number;
+}
+
+const HOUR_MS = 3_600_000;
+
+/** The start of the hour `ms` falls in. */
+const hourOf = (ms: number) => Math.floor(ms / HOUR_MS) * HOUR_MS;
+
+/** Waits for the next hour when it starts within `marginMs`, so that what a test does next falls in one hour. */
+async function insideOneHour(marginMs: number): Promise<void> {
+  const untilNextHour = hourOf(Date.now()) + HOUR_MS - Date.now();
+  if (untilNextHour < marginMs) await new Promise((resolve) => setTimeout(resolve, untilNextHour + 50));
 }
 
 interface LikeBody {
@@ -409,5 +420,50 @@ describe.each(DATABASES)('the sample app on %s', (databaseName) => {
       .expect(200);
     await request(http).post('/solutions/2/like').set('X-User-Id', '2').expect(200);
     expect(await likesOf2()).toBe(countBefore + 2);
+  });
+
+  it('gives views per hour over the last 24 hours, live, as the buckets reach SQL; 404 for a missing solution', async () => {
+    const created = await request(http)
+      .post('/problems/2/solutions')
+      .send({ title: 'Two pointers', content: 'Walk from both ends.' })
+      .expect(201);
+    const id = (created.body as SolutionBody).id;
+    const path = `/solutions/${id}/views/hourly`;
+    await insideOneHour(10_000);
+    const hour = hourOf(Date.now());
+    /** The 24 hours ending with this one, as JSON gives them, with `views` in this hour. */
+    const lastDay = (views: number) =>
+      Array.from({ length: 24 }, (_, index) => ({
+        start: new Date(hour - (23 - index) * HOUR_MS).toISOString(),
+        value: index === 23 ? views : 0,
+      }));
+
+    expect((await request(http).get(path).expect(200)).body).toEqual(lastDay(0));
+    for (let view = 0; view < 3; view++) await request(http).get(`/solutions/${id}`).expect(200);
+    await request(http).post(`/solutions/${id}/like`).set('X-User-Id', '1').expect(200);
+    // Live before the flush; reading them counts no view.
+    expect((await request(http).get(path).expect(200)).body).toEqual(lastDay(3));
+    expect((await request(http).get(path).expect(200)).body).toEqual(lastDay(3));
+
+    await flushEverything(app.get(CounterService));
+    expect((await request(http).get(path).expect(200)).body).toEqual(lastDay(3));
+    const dataSource = app.get(DataSource);
+    const buckets = await dataSource.getRepository(CounterBucket).find({
+      where: { entity: dataSource.getMetadata(Solution).tablePath, rowId: String(id) },
+      order: { counter: 'ASC', granularity: 'ASC' },
+    });
+    const day = Math.floor(hour / (24 * HOUR_MS)) * 24 * HOUR_MS;
+    expect(buckets.map((row) => [row.counter, row.granularity, Number(row.start) * 1_000, Number(row.value)])).toEqual([
+      ['like_count', 'day', day, 1],
+      ['like_count', 'hour', hour, 1],
+      ['view_count', 'day', day, 3],
+      ['view_count', 'hour', hour, 3],
+    ]);
+
+    const missing = await request(http).get('/solutions/999999/views/hourly').expect(404);
+    expect(missing.body.message).toBe('Solution 999999 does not exist.');
+    await request(http).get('/solutions/one/views/hourly').expect(400);
+    const index = (await request(http).get('/').expect(200)).body as { routes: Record<string, string> };
+    expect(Object.keys(index.routes)).toContain('GET /solutions/:id/views/hourly');
   });
 });

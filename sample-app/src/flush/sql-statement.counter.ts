@@ -1,10 +1,13 @@
 import { Injectable } from '@nestjs/common';
-import { CounterLedgerEntry } from 'nestjs-counter';
+import { CounterBucket, CounterLedgerEntry } from 'nestjs-counter';
 import { DataSource, type EntitySubscriberInterface, type QueryRunner } from 'typeorm';
 
 /** SQL statements of the flushes' transactions, counted since the app started. */
 export interface FlushStatements {
-  /** BEGIN, the ledger INSERT, the UPDATEs and COMMIT (or ROLLBACK) of every flush transaction. */
+  /**
+   * BEGIN, the ledger INSERT, the UPDATEs, the buckets' INSERT (windowed counters) and COMMIT (or ROLLBACK)
+   * of every flush transaction.
+   */
   statements: number;
   /** The UPDATEs among them: one per table and transaction (more past the dialect's rows per statement). */
   updates: number;
@@ -34,17 +37,20 @@ const INSERT = /^\s*INSERT INTO\b/i;
 /**
  * Counts what the flushes send to the database, as the database sees it: a TypeORM subscriber on every
  * statement. A transaction that inserts into the ledger is a flush's; its BEGIN, ledger INSERT,
- * UPDATEs and COMMIT are counted. Other statements that run on its connection meanwhile (on SQLite,
- * TypeORM's one connection also carries the requests' queries) are not the flush's, and not counted.
+ * UPDATEs, buckets' INSERT and COMMIT are counted. Other statements that run on its connection
+ * meanwhile (on SQLite, TypeORM's one connection also carries the requests' queries) are not the
+ * flush's, and not counted.
  */
 @Injectable()
 export class SqlStatementCounter implements EntitySubscriberInterface {
   private readonly totals: FlushStatements = { statements: 0, updates: 0, transactions: 0 };
   private readonly open = new WeakMap<QueryRunner, OpenTransaction>();
   private readonly ledgerTable: string;
+  private readonly bucketTable: string;
 
   constructor(dataSource: DataSource) {
     this.ledgerTable = dataSource.getMetadata(CounterLedgerEntry).tableName;
+    this.bucketTable = dataSource.getMetadata(CounterBucket).tableName;
     dataSource.subscribers.push(this);
   }
 
@@ -66,6 +72,8 @@ export class SqlStatementCounter implements EntitySubscriberInterface {
     } else if (INSERT.test(query) && query.includes(this.ledgerTable)) {
       transaction.statements++;
       transaction.flush ||= success;
+    } else if (INSERT.test(query) && query.includes(this.bucketTable)) {
+      transaction.statements++;
     } else if (END.test(query)) {
       transaction.statements++;
       this.open.delete(queryRunner);

@@ -24,6 +24,7 @@ const TYPES: Record<string, string> = {
   'flush-panel.js': SCRIPT,
   'chart.js': SCRIPT,
   'burst.js': SCRIPT,
+  'sparkline.js': SCRIPT,
 };
 
 /**

@@ -23,11 +23,11 @@ export class Solution {
   @Column({ type: 'text' })
   content!: string;
 
-  @Counted('view_count', { min: 0 })
+  @Counted('view_count', { min: 0, windows: ['hour', 'day'] })
   @Column({ name: 'view_count', type: 'int', default: 0 })
   viewCount!: number;
 
-  @Counted('like_count', { min: 0, source: countLikes('solution') })
+  @Counted('like_count', { min: 0, source: countLikes('solution'), windows: ['hour', 'day'] })
   @Column({ name: 'like_count', type: 'int', default: 0 })
   likeCount!: number;
 

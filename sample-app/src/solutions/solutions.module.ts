@@ -4,13 +4,14 @@ import { LikesModule } from '../likes/likes.module.js';
 import { Problem } from '../problems/problem.entity.js';
 import { ProblemSolutionsController } from './problem-solutions.controller.js';
 import { SolutionLikesController } from './solution-likes.controller.js';
+import { SolutionViewsController } from './solution-views.controller.js';
 import { Solution } from './solution.entity.js';
 import { SolutionsController } from './solutions.controller.js';
 import { SolutionsService } from './solutions.service.js';
 
 @Module({
   imports: [TypeOrmModule.forFeature([Solution, Problem]), LikesModule],
-  controllers: [SolutionsController, ProblemSolutionsController, SolutionLikesController],
+  controllers: [SolutionsController, ProblemSolutionsController, SolutionLikesController, SolutionViewsController],
   providers: [SolutionsService],
 })
 export class SolutionsModule {}

@@ -1,10 +1,15 @@
 import { Injectable, NotFoundException } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { CounterService } from 'nestjs-counter';
+import { CounterService, type CounterBucketValue } from 'nestjs-counter';
 import type { Repository } from 'typeorm';
 import { pageWindow, toPage, type Page, type PageRequest } from '../common/page.interface.js';
 import { Problem } from '../problems/problem.entity.js';
 import { Solution } from './solution.entity.js';
+
+/** How many hours `viewsPerHour` gives: the current one and those before it. */
+const HOURS_SHOWN = 24;
+
+const HOUR_MS = 3_600_000;
 
 /** Lists, views and creates solutions; every counter change goes through CounterService. */
 @Injectable()
@@ -30,6 +35,21 @@ export class SolutionsService {
     const solution = await this.solutions.findOneBy({ id });
     if (!solution) throw new NotFoundException(`Solution ${id} does not exist.`);
     return solution;
+  }
+
+  /**
+   * Views per hour (UTC), live, oldest first: the current hour and the 23 before it, whole, so always 24
+   * buckets (a window ending now would end inside an hour, and begin in one: 25). 404 for a missing
+   * solution, which `series` does not check.
+   */
+  async viewsPerHour(id: number): Promise<CounterBucketValue[]> {
+    if (!(await this.solutions.existsBy({ id }))) throw new NotFoundException(`Solution ${id} does not exist.`);
+    const nextHour = (Math.floor(Date.now() / HOUR_MS) + 1) * HOUR_MS;
+    return this.counters.series(Solution, id, 'view_count', {
+      granularity: 'hour',
+      since: nextHour - HOURS_SHOWN * HOUR_MS,
+      until: nextHour,
+    });
   }
 
   /** Creates a solution and counts it on its problem; the row is removed again if counting fails. */
