@@ -16,7 +16,7 @@ export function onFlushChange(listener) {
 
 const text = (id, value) => (document.getElementById(id).textContent = value);
 
-/** "12:43:51 — 3 rows, 1 batch, 4 ms, 4 SQL statements" */
+/** "12:43:51 — 3 rows, 1 batch, 4 ms, 5 SQL statements" */
 const describe = (entry) =>
   `${clock(entry.at)} — ${number(entry.rows)} ${noun(entry.rows, 'row')}, ${entry.batches} ${noun(entry.batches, 'batch', 'batches')}, ` +
   `${Math.round(entry.durationMs)} ms, ${entry.statements} SQL ${noun(entry.statements, 'statement')}`;
