@@ -11,9 +11,9 @@ export interface RollingWindow {
 /**
  * The start (Unix seconds) of the oldest bucket of `granularity` (the counter's finest) that the window
  * counts at `nowMs`: it counts every bucket that overlaps [now - length, now), as `count` with
- * `since: now - length` does.
+ * `since: now - length` does (25 hours for '24h' but on the hour: the current one and the 24 before).
  */
 export function rollingFrom(window: RollingWindow, granularity: Granularity, nowMs: number): number {
   const length = GRANULARITY_SECONDS[granularity];
-  return Math.floor(nowMs / 1_000 / length) * length - (window.seconds - length);
+  return Math.floor((nowMs / 1_000 - window.seconds) / length) * length;
 }

@@ -71,8 +71,8 @@ describe.each(DATABASES)('rolling sums on %s', (database) => {
       );
 
   it('creates the windows in the first flush, their sums counting the buckets stored before', async () => {
-    const start24h = h0 - 23 * HOUR;
-    const start7d = h0 - (7 * 24 - 1) * HOUR;
+    const start24h = h0 - 24 * HOUR;
+    const start7d = h0 - 7 * 24 * HOUR;
     await storeBuckets([
       [1, 'hour', start7d - HOUR, 100],
       [1, 'hour', start7d, 10],
@@ -91,7 +91,7 @@ describe.each(DATABASES)('rolling sums on %s', (database) => {
     expect(await storedStarts(dataSource())).toEqual({
       'view_count 24h': start24h,
       'view_count 7d': start7d,
-      'like_count 2d': d0 - DAY,
+      'like_count 2d': d0 - 2 * DAY,
     });
     expect(await storedSums(dataSource())).toEqual({
       'view_count 24h 1': 8,
@@ -104,7 +104,7 @@ describe.each(DATABASES)('rolling sums on %s', (database) => {
 
   it('adds to the sums the buckets of the finest granularity from each window’s start on', async () => {
     await db.applyBatches([bucketBatch(posts, views, [[1, 'hour', h0, 1]])]);
-    const start24h = h0 - 23 * HOUR;
+    const start24h = h0 - 24 * HOUR;
     const batches = [
       bucketBatch(posts, views, [
         [1, 'hour', start24h - HOUR, 50],
@@ -116,7 +116,7 @@ describe.each(DATABASES)('rolling sums on %s', (database) => {
         posts,
         likes,
         [
-          [3, 'day', d0 - 2 * DAY, 9],
+          [3, 'day', d0 - 3 * DAY, 9],
           [3, 'day', d0 - DAY, 4],
           [4, 'day', d0, 6],
         ],
@@ -137,7 +137,7 @@ describe.each(DATABASES)('rolling sums on %s', (database) => {
 
   it('moves a window on, taking out exactly the buckets it leaves behind', async () => {
     await db.applyBatches([bucketBatch(posts, views, [[1, 'hour', h0, 1]])]);
-    const start = h0 - 23 * HOUR;
+    const start = h0 - 24 * HOUR;
     const hour = (n: number) => start + n * HOUR;
     await db.applyBatches([
       bucketBatch(posts, views, [
@@ -177,18 +177,18 @@ describe.each(DATABASES)('rolling sums on %s', (database) => {
       'view_count 24h 2': -5,
     });
     // The 7-day window still counts every bucket.
-    expect((await storedStarts(dataSource()))['view_count 7d']).toBe(h0 - (7 * 24 - 3) * HOUR);
+    expect((await storedStarts(dataSource()))['view_count 7d']).toBe(h0 - (7 * 24 - 2) * HOUR);
     expect((await storedSums(dataSource()))['view_count 7d 1']).toBe(7);
 
-    // A day on: the 2-day window of days moves too (it had no bucket); every bucket has left the 24-hour
-    // window, the current hour's too.
+    // A day on: the 2-day window of days moves too (it had no bucket); of the 24-hour window's buckets,
+    // only the current hour's is left.
     expect(await upkeep.advance(nowMs + 24 * 3_600_000)).toBe(3);
     expect(await storedStarts(dataSource())).toEqual({
-      'view_count 24h': h0 + HOUR,
-      'view_count 7d': h0 - (6 * 24 - 1) * HOUR,
-      'like_count 2d': d0,
+      'view_count 24h': h0,
+      'view_count 7d': h0 - 6 * 24 * HOUR,
+      'like_count 2d': d0 - DAY,
     });
-    expect(await sums24h()).toEqual({});
+    expect(await sums24h()).toEqual({ 'view_count 24h 1': 1 });
   });
 
   it('never moves a window back', async () => {
@@ -199,7 +199,7 @@ describe.each(DATABASES)('rolling sums on %s', (database) => {
   });
 
   it('counts every batch once when flush transactions race to create a window', async () => {
-    const start24h = h0 - 23 * HOUR;
+    const start24h = h0 - 24 * HOUR;
     for (let round = 0; round < 5; round++) {
       await clearWindowTables(dataSource());
       await storeBuckets([
