@@ -131,6 +131,8 @@ export class CounterBuckets {
       return this.dialect.placeholder(params.length);
     };
     const t = this.table();
+    // Parameters in the order of the text: some dialects number them by position.
+    const ofCounter = `${t.entity} = ${parameter(entity.key)} AND ${t.counter} = ${parameter(counter.name)}`;
     const inRanges = ranges.map(
       (range) =>
         `(${t.granularity} = ${parameter(range.granularity)} AND ${t.start} >= ${parameter(range.from)} ` +
@@ -139,8 +141,7 @@ export class CounterBuckets {
     const idOrder = entity.numericId ? this.dialect.integerOrder(t.rowId) : t.rowId;
     const sql =
       `SELECT ${t.rowId} AS r, SUM(${t.value}) AS v FROM ${t.table} ` +
-      `WHERE ${t.entity} = ${parameter(entity.key)} AND ${t.counter} = ${parameter(counter.name)} ` +
-      `AND (${inRanges.join(' OR ')}) GROUP BY ${t.rowId} HAVING SUM(${t.value}) > 0 ` +
+      `WHERE ${ofCounter} AND (${inRanges.join(' OR ')}) GROUP BY ${t.rowId} HAVING SUM(${t.value}) > 0 ` +
       `ORDER BY SUM(${t.value}) DESC, ${idOrder} LIMIT ${parameter(limit)}`;
     const rows: Array<{ r: string; v: string | number }> = await onPrimary(this.dataSource, (manager) =>
       manager.query(sql, params),
