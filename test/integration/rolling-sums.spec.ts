@@ -191,6 +191,17 @@ describe.each(DATABASES)('rolling sums on %s', (database) => {
     expect(await sums24h()).toEqual({ 'view_count 24h 1': 1 });
   });
 
+  it('adds a batch written twice once, and nothing of a row that is gone', async () => {
+    const batch = bucketBatch(posts, views, [
+      [1, 'hour', h0, 2],
+      [2, 'hour', h0, 3],
+    ]);
+    await dataSource().getRepository(RankedPost).delete({ id: 2 });
+    expect(await db.applyBatches([batch])).toEqual({ applied: true, missingIds: [[2]] });
+    expect(await db.applyBatches([batch])).toEqual({ applied: false });
+    expect(await storedSums(dataSource())).toEqual({ 'view_count 24h 1': 2, 'view_count 7d 1': 2 });
+  });
+
   it('never moves a window back', async () => {
     await db.applyBatches([bucketBatch(posts, views, [[1, 'hour', h0, 1]])]);
     const before = await storedStarts(dataSource());
