@@ -96,8 +96,9 @@ export class CounterDatabase {
 
   /**
    * Applies batches (of one or more shards and entities) in one transaction: the ledger insert first (so
-   * a duplicate blocks and fails before it locks any counted row), then per table one UPDATE and the
-   * upsert of its windowed counters' buckets.
+   * a duplicate blocks and fails before it locks any counted row), then per table its rolling windows'
+   * rows (share-locked, see CounterRolling), one UPDATE, the upsert of its windowed counters' buckets
+   * and that of their rolling sums.
    * @param endedLate called with the transaction's outcome (undefined when it failed) if it ends after the
    *   wait for it was given up (`databaseTimeoutMs`): it may still have committed.
    */
