@@ -1,6 +1,6 @@
 import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
 import type { DataSource, EntityMetadata } from 'typeorm';
-import { COUNTER_DATA_SOURCE, MAX_SAFE_COUNT } from './counter.constants.js';
+import { COUNTER_DATA_SOURCE, COUNTER_OPTIONS, MAX_SAFE_COUNT } from './counter.constants.js';
 import { MESSAGES } from './counter.messages.js';
 import { CounterRegistry } from './counter.registry.js';
 import type { ColumnMetadata, CounterField } from './model/counted-entity.js';
@@ -8,10 +8,16 @@ import { getCountedProperties } from './decorators/counted.decorator.js';
 import { InvalidCounterDefinitionError } from './exceptions/invalid-counter-definition.error.js';
 import { CounterConfigurationError } from './exceptions/counter-configuration.error.js';
 import type { EntityClass } from './interfaces/entity-class.interface.js';
+import type { ResolvedCounterOptions } from './interfaces/resolved-counter-options.interface.js';
+import type { RollingWindow } from './model/rolling-window.js';
+import { GRANULARITY_SECONDS, type Granularity } from './model/time-bucket.js';
 import { integerIdRange, type CounterDialect } from './sql/counter-dialect.js';
 import { CounterLedgerEntry } from './sql/counter-ledger.entity.js';
 import { CounterDatabase } from './sql/counter.database.js';
 import { CounterBucket } from './sql/counter-bucket.entity.js';
+import { CounterRollingSum } from './sql/counter-rolling-sum.entity.js';
+import { CounterRollingWindow } from './sql/counter-rolling-window.entity.js';
+import { declaredRolling } from './windows/declared-rolling.js';
 import { declaredWindows, scriptNameOf } from './windows/declared-windows.js';
 import { WINDOW_MESSAGES } from './windows/window.messages.js';
 
@@ -39,6 +45,7 @@ export class CounterEntityExplorer implements OnModuleInit {
     @Inject(COUNTER_DATA_SOURCE) private readonly dataSource: DataSource,
     private readonly registry: CounterRegistry,
     private readonly database: CounterDatabase,
+    @Inject(COUNTER_OPTIONS) private readonly options: ResolvedCounterOptions,
   ) {}
 
   onModuleInit(): void {
@@ -90,8 +97,20 @@ export class CounterEntityExplorer implements OnModuleInit {
       if (windows.length > 0 && !this.dataSource.hasMetadata(CounterBucket)) {
         throw new CounterConfigurationError(WINDOW_MESSAGES.bucketsMissing(name, counterName));
       }
+      const rolling = declaredRolling(name, counterName, options.rolling, windows);
+      if (rolling.length > 0) this.checkRolling(name, counterName, rolling, windows[0]);
       const scriptName = scriptNameOf(counterName, windows);
-      counters.push({ name: counterName, propertyName, column, min, max, source: options.source, windows, scriptName });
+      counters.push({
+        name: counterName,
+        propertyName,
+        column,
+        min,
+        max,
+        source: options.source,
+        windows,
+        rolling,
+        scriptName,
+      });
     }
     const primary = metadata.primaryColumns[0];
     const primaryType = this.typeOf(primary);
@@ -110,6 +129,24 @@ export class CounterEntityExplorer implements OnModuleInit {
       counterNames: counters.map((counter) => counter.name),
       scriptNames: counters.map((counter) => counter.scriptName),
     });
+  }
+
+  /**
+   * Refuses rolling windows without their tables, or longer than their buckets are kept: pruning keeps
+   * the buckets a window counts, so such a window would keep them past `bucketRetentionMs`.
+   */
+  private checkRolling(entity: string, counter: string, rolling: RollingWindow[], finest: Granularity): void {
+    if (!this.dataSource.hasMetadata(CounterRollingWindow) || !this.dataSource.hasMetadata(CounterRollingSum)) {
+      throw new CounterConfigurationError(WINDOW_MESSAGES.rollingTablesMissing(entity, counter));
+    }
+    const retentionMs = this.options.bucketRetentionMs[finest];
+    const longest = retentionMs / 1_000 - 2 * GRANULARITY_SECONDS[finest];
+    const tooLong = rolling.find((window) => window.seconds > longest);
+    if (tooLong) {
+      throw new CounterConfigurationError(
+        WINDOW_MESSAGES.rollingBeyondRetention(entity, counter, tooLong.name, finest, retentionMs),
+      );
+    }
   }
 
   private typeOf(column: ColumnMetadata): string {

@@ -9,6 +9,8 @@ import { CounterOverlay } from './counter.overlay.js';
 import { COUNTER_FACTORY_PROVIDERS } from './counter.providers.js';
 import { CounterReader } from './counter.reader.js';
 import { CounterWindows } from './windows/counter-windows.js';
+import { CounterTop } from './windows/counter-top.js';
+import { RollingUpkeep } from './windows/rolling.upkeep.js';
 import { CounterRegistry } from './counter.registry.js';
 import { CounterService } from './counter.service.js';
 import { CounterStatusReader } from './counter-status.reader.js';
@@ -44,6 +46,8 @@ import { CounterValueHydrator } from './sql/counter-value.hydrator.js';
     OutageLog,
     CounterReader,
     CounterWindows,
+    RollingUpkeep,
+    CounterTop,
     CounterFlusher,
     CounterFlushScheduler,
     CounterChangeApplier,

@@ -15,7 +15,14 @@ import type { CountedEntity, CounterField } from './model/counted-entity.js';
 import { toRowId } from './model/row-id.js';
 import { CounterReconciler } from './reconcile/counter.reconciler.js';
 import { CounterWindows } from './windows/counter-windows.js';
-import type { CounterBucketValue, CounterSeriesWindow, CounterWindow } from './interfaces/counter-window.interface.js';
+import { CounterTop } from './windows/counter-top.js';
+import type {
+  CounterBucketValue,
+  CounterSeriesWindow,
+  CounterTopRow,
+  CounterTopWindow,
+  CounterWindow,
+} from './interfaces/counter-window.interface.js';
 
 /** The counters of entities: change them, read them live, overlay them, flush them. */
 @Injectable()
@@ -29,6 +36,7 @@ export class CounterService {
     private readonly flusher: CounterFlusher,
     private readonly statusReader: CounterStatusReader,
     private readonly windows: CounterWindows,
+    private readonly ranking: CounterTop,
   ) {}
 
   /**
@@ -177,6 +185,20 @@ export class CounterService {
     window: CounterSeriesWindow,
   ): Promise<CounterBucketValue[]> {
     return this.windows.series(entity, id, counter, window);
+  }
+
+  /**
+   * The rows of a windowed counter with the highest net change over a window, highest first (ties by
+   * id), with that change: at most `limit` (1 to 1000) rows, those whose change is 0 or less left out.
+   * As of the last flush: the changes still in Redis are not counted. The window is made of whole
+   * buckets, as `count`'s. Over one of the counter's rolling windows up to now (`since` an n-hour or
+   * n-day rolling window ago, `until` left out) it reads the sums the flush keeps, by index; any other
+   * window adds up the buckets of every row, which is slower: declare a rolling window for a hot query.
+   * @throws as `count`; InvalidCounterOptionError for a `limit` that is not a whole number from 1 to 1000
+   * @see CountedOptions.rolling
+   */
+  top(entity: EntityClass, counter: string, window: CounterTopWindow): Promise<CounterTopRow[]> {
+    return this.ranking.top(entity, counter, window);
   }
 
   /** Writes every pending change to the database now (the scheduled flush does the same). */

@@ -10,6 +10,8 @@ export { Counted } from './decorators/counted.decorator.js';
 export { LiveCounts } from './decorators/live-counts.decorator.js';
 export { CounterLedgerEntry } from './sql/counter-ledger.entity.js';
 export { CounterBucket } from './sql/counter-bucket.entity.js';
+export { CounterRollingWindow } from './sql/counter-rolling-window.entity.js';
+export { CounterRollingSum } from './sql/counter-rolling-sum.entity.js';
 export * from './exceptions/index.js';
 export * from './interfaces/index.js';
 export { CounterHealthIndicator } from './health/counter.health-indicator.js';

@@ -8,6 +8,7 @@ import type { CounterInstruments } from '../metrics/counter.instruments.js';
 import { CounterKeys } from '../redis/counter.keys.js';
 import { FlushStore } from '../redis/flush.store.js';
 import { CounterDatabase } from '../sql/counter.database.js';
+import { RollingUpkeep } from '../windows/rolling.upkeep.js';
 import { flushAttributes, SPAN, transactionAttributes } from '../tracing/counter-span.attributes.js';
 import type { CounterTracer } from '../tracing/counter.tracer.js';
 import { BatchIds } from './batch-ids.js';
@@ -43,6 +44,7 @@ export class CounterFlusher implements OnApplicationBootstrap {
     private readonly database: CounterDatabase,
     private readonly history: FlushHistory,
     private readonly outages: OutageLog,
+    private readonly windowUpkeep: RollingUpkeep,
     @Inject(COUNTER_OPTIONS) private readonly options: ResolvedCounterOptions,
     @Inject(COUNTER_INSTRUMENTS) private readonly instruments: CounterInstruments,
     @Inject(COUNTER_TRACER) private readonly tracer: CounterTracer,
@@ -272,7 +274,7 @@ export class CounterFlusher implements OnApplicationBootstrap {
 
   /**
    * Records how the flush went (`changesMade`: this instance's changes when it began), prunes the ledger
-   * when due after one that went well, and reports.
+   * and keeps windowed counters up (RollingUpkeep) when due after one that went well, and reports.
    */
   private async finish(pass: FlushPass, changesMade: ChangesMark): Promise<FlushReport> {
     const { report } = pass;
@@ -282,6 +284,7 @@ export class CounterFlusher implements OnApplicationBootstrap {
     if (!report.error) {
       this.lossDetector.shardsInPlace();
       await this.database.pruneLedgerWhenDue();
+      await this.windowUpkeep.afterFlush();
     }
     const done = pass.done();
     this.instruments.flushed(done, pass.lostShards);

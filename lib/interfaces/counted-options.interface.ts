@@ -36,6 +36,14 @@ export interface CountedOptions {
    * `CounterBucket` among the data source's entities. @default none
    */
   windows?: ReadonlyArray<'hour' | 'day'>;
+  /**
+   * Rolling windows to rank rows by with `top`: each `<n>h` or `<n>d`, a whole number of the finest of
+   * `windows` (which it needs), no longer than `bucketRetentionMs` keeps those buckets (less two). The
+   * flush keeps each row's sum over each window in `CounterRollingSum`, so that `top` over the last `<n>`
+   * hours or days reads an index instead of adding up buckets. Needs `CounterRollingWindow` and
+   * `CounterRollingSum` among the data source's entities. @default none
+   */
+  rolling?: ReadonlyArray<`${number}h` | `${number}d`>;
 }
 
 /** What `@Counted()` records on an entity class, one entry per decorated property. */

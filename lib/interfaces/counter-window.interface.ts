@@ -21,3 +21,15 @@ export interface CounterBucketValue {
   start: Date;
   value: number;
 }
+
+/** A window of `top`, and how many rows to give. */
+export interface CounterTopWindow extends CounterWindow {
+  /** The most rows to give: a whole number from 1 to 1000. */
+  limit: number;
+}
+
+/** A row of `top`: its id (a number for integer keys that fit one), and the counter's net change in the window. */
+export interface CounterTopRow {
+  id: string | number;
+  value: number;
+}

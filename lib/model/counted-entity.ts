@@ -1,6 +1,7 @@
 import type { EntityMetadata } from 'typeorm';
 import type { CounterSource } from '../interfaces/counted-options.interface.js';
 import type { EntityClass } from '../interfaces/entity-class.interface.js';
+import type { RollingWindow } from './rolling-window.js';
 import type { Granularity } from './time-bucket.js';
 
 /** TypeORM's column metadata, named from the package's root: a deep import would tie us to its file layout. */
@@ -23,6 +24,11 @@ export interface CounterField {
   max: number;
   /** The granularities of its buckets (`@Counted({ windows })`), finest first; empty for a plain counter. */
   windows: readonly Granularity[];
+  /**
+   * Its rolling windows (`@Counted({ rolling })`), whose sums per row the flush keeps, each a whole number
+   * of buckets of the finest of `windows`; empty when none is declared.
+   */
+  rolling: readonly RollingWindow[];
   /**
    * Its name as the change and claim scripts take it: the name, then for a windowed counter `@` and the
    * letters of its granularities (`view_count@hd`).

@@ -47,6 +47,41 @@ export interface BucketRows {
   deltas: number[];
 }
 
+/** The rolling windows' tables (CounterRollingWindow, CounterRollingSum), names and columns quoted by the driver. */
+export interface RollingTables {
+  windows: string;
+  sums: string;
+  entity: string;
+  counter: string;
+  window: string;
+  /** CounterRollingWindow's start. */
+  from: string;
+  /** CounterRollingSum's row id. */
+  rowId: string;
+  /** CounterRollingSum's sum. */
+  value: string;
+}
+
+/**
+ * One entity's changes to rolling sums as a transaction writes them, in primary key order: sum s adds
+ * `deltas[s]` to the sum of window `windows[s]` of counter `counters[s]` of the row whose id, as text, is
+ * `rowIds[s]`.
+ */
+export interface RollingSumRows {
+  entity: string;
+  counters: string[];
+  windows: string[];
+  rowIds: string[];
+  deltas: number[];
+}
+
+/** A rolling window's key: its entity's key, its counter's name, its name. */
+export interface RollingKey {
+  entity: string;
+  counter: string;
+  window: string;
+}
+
 export interface Statement {
   sql: string;
   params: unknown[];
@@ -80,6 +115,30 @@ export interface CounterDialect {
    * oldest first: the order in which the index on (granularity, start) gives them.
    */
   pruneBuckets(table: BucketTable, granularity: Granularity, before: number, limit: number): Statement;
+  /** What ends a SELECT that share-locks the rows it reads (nothing where one writer runs at a time). */
+  forShare: string;
+  /** What ends a SELECT that locks the rows it reads for an update (nothing where one writer runs at a time). */
+  forUpdate: string;
+  /** One statement inserting a rolling window's row (entity, counter, window, from: parameters 1-4) if missing. */
+  insertWindow(tables: RollingTables): string;
+  /** Most sums one `addRollingSums` statement takes. */
+  maxSumsPerStatement: number;
+  /** One statement adding sums `from` to `to` (exclusive) of `sums`, inserting those not stored yet. */
+  addRollingSums(tables: RollingTables, sums: RollingSumRows, from: number, to: number): Statement;
+  /**
+   * One statement adding to the sums of window `key` `sign` times each row's total of its buckets of
+   * `granularity` that start in [from, to), inserting the sums not stored yet.
+   */
+  addBucketSums(
+    tables: RollingTables,
+    buckets: BucketTable,
+    key: RollingKey,
+    granularity: Granularity,
+    range: { from: number; to: number },
+    sign: 1 | -1,
+  ): Statement;
+  /** An expression that orders integer ids kept as text (`text`) as numbers. */
+  integerOrder(text: string): string;
   /**
    * For a family of servers that take different statement shapes (MySQL and MariaDB): the dialect for
    * the server the data source reaches, from its `SELECT VERSION()`. Absent: this dialect fits all.
@@ -206,6 +265,46 @@ export function bucketParams(buckets: BucketRows, from: number, to: number): unk
     );
   }
   return params;
+}
+
+/** The sums table's columns in the order `sumParams` gives their values: the primary key, then the value. */
+export function sumColumns(tables: RollingTables): string[] {
+  return [tables.entity, tables.counter, tables.window, tables.rowId, tables.value];
+}
+
+/** Sums `from` to `to` (exclusive) as statement parameters, sum after sum, in `sumColumns` order. */
+export function sumParams(sums: RollingSumRows, from: number, to: number): unknown[] {
+  const params: unknown[] = [];
+  for (let s = from; s < to; s++)
+    params.push(sums.entity, sums.counters[s], sums.windows[s], sums.rowIds[s], sums.deltas[s]);
+  return params;
+}
+
+/**
+ * The values of `addBucketSums`'s statement, in the order of its text for the dialects with `?`: the
+ * window's key (the sums' columns), then the buckets' entity, counter, granularity and range.
+ */
+export function bucketSumParams(
+  key: RollingKey,
+  granularity: Granularity,
+  range: { from: number; to: number },
+): unknown[] {
+  return [key.entity, key.counter, key.window, key.entity, key.counter, granularity, range.from, range.to];
+}
+
+/**
+ * `SELECT <entity> AS e, <counter> AS c, <window> AS w, row_id AS r, sign * SUM(value) AS d … GROUP BY
+ * row_id` over a window's
+ * buckets, the parameters written by `parameter(position)` (1-8, as `bucketSumParams` gives them).
+ */
+export function bucketSumsSelect(buckets: BucketTable, sign: 1 | -1, parameter: (position: number) => string): string {
+  return (
+    `SELECT ${parameter(1)} AS e, ${parameter(2)} AS c, ${parameter(3)} AS w, ${buckets.rowId} AS r, ` +
+    `${sign < 0 ? '-' : ''}SUM(${buckets.value}) AS d FROM ${buckets.table} ` +
+    `WHERE ${buckets.entity} = ${parameter(4)} AND ${buckets.counter} = ${parameter(5)} ` +
+    `AND ${buckets.granularity} = ${parameter(6)} AND ${buckets.start} >= ${parameter(7)} ` +
+    `AND ${buckets.start} < ${parameter(8)} GROUP BY ${buckets.rowId} HAVING SUM(${buckets.value}) <> 0`
+  );
 }
 
 /** `(?, ?, ?, ?, ?, ?), …`: a VALUES list of `count` buckets, for the dialects with `?` placeholders. */

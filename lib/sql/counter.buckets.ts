@@ -4,7 +4,8 @@ import type { DeltaBatch } from '../model/delta-batch.js';
 import { canonicalIdText } from '../model/row-id.js';
 import type { BucketRange, Granularity } from '../model/time-bucket.js';
 import { CounterBucket } from './counter-bucket.entity.js';
-import { quotedTablePath, type BucketTable, type CounterDialect } from './counter-dialect.js';
+import { quotedTablePath, type BucketRows, type BucketTable, type CounterDialect } from './counter-dialect.js';
+import type { RankedRow } from './counter-rolling.js';
 import type { CounterLedger } from './counter.ledger.js';
 import { mergeBuckets } from './merge-buckets.js';
 import { onPrimary } from './on-primary.js';
@@ -40,14 +41,15 @@ export class CounterBuckets {
   /**
    * Adds one entity's batches' bucket changes in the transaction of `runner`, with the statements of
    * `dialect` (the server's), leaving out those of `missingIds`: rows deleted since their counters changed.
+   * Returns the changes added (undefined when the batches have none).
    */
   async add(
     runner: QueryRunner,
     dialect: CounterDialect,
     batches: DeltaBatch[],
     missingIds: Array<string | number>,
-  ): Promise<void> {
-    if (!batches.some((batch) => batch.buckets)) return;
+  ): Promise<BucketRows | undefined> {
+    if (!batches.some((batch) => batch.buckets)) return undefined;
     const entity = batches[0].entity;
     const buckets = mergeBuckets(batches, new Set(missingIds.map((id) => canonicalIdText(entity, id))));
     const count = buckets.deltas.length;
@@ -56,6 +58,7 @@ export class CounterBuckets {
       const statement = dialect.addBuckets(this.table(), buckets, from, to);
       await runner.query(statement.sql, statement.params);
     }
+    return buckets;
   }
 
   /**
@@ -117,7 +120,37 @@ export class CounterBuckets {
     return result.affected ?? 0;
   }
 
-  private table(): BucketTable {
+  /**
+   * The `limit` rows whose buckets of the counter in `ranges` add up to the most (more than 0), highest
+   * first, ties by id (as numbers for integer ids), read on the primary.
+   */
+  async top(entity: CountedEntity, counter: CounterField, ranges: BucketRange[], limit: number): Promise<RankedRow[]> {
+    const params: unknown[] = [];
+    const parameter = (value: unknown) => {
+      params.push(value);
+      return this.dialect.placeholder(params.length);
+    };
+    const t = this.table();
+    // Parameters in the order of the text: some dialects number them by position.
+    const ofCounter = `${t.entity} = ${parameter(entity.key)} AND ${t.counter} = ${parameter(counter.name)}`;
+    const inRanges = ranges.map(
+      (range) =>
+        `(${t.granularity} = ${parameter(range.granularity)} AND ${t.start} >= ${parameter(range.from)} ` +
+        `AND ${t.start} < ${parameter(range.to)})`,
+    );
+    const idOrder = entity.numericId ? this.dialect.integerOrder(t.rowId) : t.rowId;
+    const sql =
+      `SELECT ${t.rowId} AS r, SUM(${t.value}) AS v FROM ${t.table} ` +
+      `WHERE ${ofCounter} AND (${inRanges.join(' OR ')}) GROUP BY ${t.rowId} HAVING SUM(${t.value}) > 0 ` +
+      `ORDER BY SUM(${t.value}) DESC, ${idOrder} LIMIT ${parameter(limit)}`;
+    const rows: Array<{ r: string; v: string | number }> = await onPrimary(this.dataSource, (manager) =>
+      manager.query(sql, params),
+    );
+    return rows.map((row) => ({ rowId: row.r, value: Number(row.v) }));
+  }
+
+  /** The bucket table's name and columns, quoted. */
+  table(): BucketTable {
     if (this.bucketTable) return this.bucketTable;
     const driver = this.dataSource.driver;
     const metadata = this.dataSource.getMetadata(CounterBucket);

@@ -11,6 +11,7 @@ import { canonicalIdText } from '../model/row-id.js';
 import type { BucketRange, Granularity } from '../model/time-bucket.js';
 import { CounterBuckets, type StoredBuckets } from './counter.buckets.js';
 import { CounterLedger } from './counter.ledger.js';
+import { CounterRolling } from './counter-rolling.js';
 import { dialectFor } from './dialect-for.js';
 import { onPrimary } from './on-primary.js';
 import { readFailure } from './read-failure.js';
@@ -44,7 +45,10 @@ export class CounterDatabase {
   /** The dialect for the server reached, once asked (see `CounterDialect.forServer`). */
   private serverDialect?: Promise<CounterDialect>;
   private readonly ledger: CounterLedger;
-  private readonly buckets: CounterBuckets;
+  /** The bucket table, for the upkeep and ranking of windowed counters (lib/windows). */
+  readonly buckets: CounterBuckets;
+  /** The rolling windows' tables, for the same. */
+  readonly rolling: CounterRolling;
   /** When this instance last pruned the ledger (0: not yet, so its first flush that goes well does). */
   private lastPrunedAt = 0;
   private readonly logger = new Logger('CounterFlush');
@@ -58,6 +62,7 @@ export class CounterDatabase {
     this.flushBatchSize = options.flushBatchSize ?? this.dialect.defaultFlushBatchSize;
     this.ledger = new CounterLedger(dataSource, this.dialect);
     this.buckets = new CounterBuckets(dataSource, this.dialect, this.ledger);
+    this.rolling = new CounterRolling(dataSource, this.dialect);
   }
 
   /** Counter values of the rows that exist, by id as the database returns it. */
@@ -91,13 +96,36 @@ export class CounterDatabase {
 
   /**
    * Applies batches (of one or more shards and entities) in one transaction: the ledger insert first (so
-   * a duplicate blocks and fails before it locks any counted row), then per table one UPDATE and the
-   * upsert of its windowed counters' buckets.
+   * a duplicate blocks and fails before it locks any counted row), then per table its rolling windows'
+   * rows (share-locked, see CounterRolling), one UPDATE, the upsert of its windowed counters' buckets
+   * and that of their rolling sums.
    * @param endedLate called with the transaction's outcome (undefined when it failed) if it ends after the
    *   wait for it was given up (`databaseTimeoutMs`): it may still have committed.
    */
   applyBatches(batches: DeltaBatch[], endedLate?: (outcome: ApplyOutcome | undefined) => void): Promise<ApplyOutcome> {
     return this.bounded('writing a batch', () => this.inTurn(() => this.applyBatchesNow(batches)), endedLate);
+  }
+
+  /**
+   * Runs `work` in a transaction of its own, in turn with the flush's (see `transactionsAtOnce`), again
+   * after a deadlock or serialization failure, as a batch's is; `work` gets the dialect of the server.
+   */
+  transaction<T>(operation: string, work: (runner: QueryRunner, dialect: CounterDialect) => Promise<T>): Promise<T> {
+    return this.bounded(operation, () =>
+      this.inTurn(() =>
+        this.retried(
+          async (runner) => work(runner, await this.dialectOfServer(runner)),
+          () => true,
+        ),
+      ),
+    );
+  }
+
+  /** Runs a read for callers of `entity` within `databaseTimeoutMs`, a failure turned into a counter error. */
+  read<T>(entity: CountedEntity, operation: string, run: () => Promise<T>): Promise<T> {
+    return this.bounded(operation, run).catch((error: Error) => {
+      throw readFailure(this.dialect, entity, operation, error);
+    });
   }
 
   isBatchApplied(batchId: string): Promise<boolean> {
@@ -196,16 +224,24 @@ export class CounterDatabase {
     return found;
   }
 
-  private async applyBatchesNow(batches: DeltaBatch[]): Promise<ApplyOutcome> {
+  private applyBatchesNow(batches: DeltaBatch[]): Promise<ApplyOutcome> {
+    return this.retried(
+      (runner) => this.applyInTransaction(runner, batches),
+      (outcome) => outcome.applied,
+    );
+  }
+
+  /** Runs `work` in a transaction, committed if `commit` says so, rolled back otherwise; retried when transient. */
+  private async retried<T>(work: (runner: QueryRunner) => Promise<T>, commit: (result: T) => boolean): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       const runner = this.dataSource.createQueryRunner();
       try {
         await runner.connect();
         await runner.startTransaction();
-        const outcome = await this.applyInTransaction(runner, batches);
-        if (outcome.applied) await runner.commitTransaction();
+        const result = await work(runner);
+        if (commit(result)) await runner.commitTransaction();
         else await runner.rollbackTransaction();
-        return outcome;
+        return result;
       } catch (error) {
         if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
         const attempts = this.dialect.isDeadlock(error) ? DEADLOCK_ATTEMPTS : TRANSACTION_ATTEMPTS;
@@ -226,15 +262,22 @@ export class CounterDatabase {
     // Tables in one order (by entity key), rows in id order: two flushers lock rows in the same order.
     const byEntity = [...groupBy(batches, (batch) => batch.entity.key)].sort(([a], [b]) => compareIds(a, b));
     for (const [, ofEntity] of byEntity) {
+      const entity = ofEntity[0].entity;
+      // The windows' rows before the entity's: see "lock order" in CounterRolling.
+      const rolling = entity.counters.some((counter) => counter.rolling.length > 0) && ofEntity.some((b) => b.buckets);
+      const starts = rolling
+        ? await this.rolling.lockWindows(runner, dialect, entity, this.buckets.table(), Date.now())
+        : undefined;
       const { counters, rows, batchOfRow } = mergeBatches(ofEntity);
-      const missing = await this.updateTable(runner, dialect, ofEntity[0].entity, counters, rows);
+      const missing = await this.updateTable(runner, dialect, entity, counters, rows);
       for (const row of missing) missingIds[batches.indexOf(ofEntity[batchOfRow[row]])].push(rows.ids[row]);
-      await this.buckets.add(
+      const buckets = await this.buckets.add(
         runner,
         dialect,
         ofEntity,
         missing.map((row) => rows.ids[row]),
       );
+      if (starts && buckets) await this.rolling.add(runner, dialect, entity, buckets, starts);
     }
     return { applied: true, missingIds };
   }

@@ -1,6 +1,10 @@
 import { DEFAULT_FLUSH_BATCH_SIZE } from '../counter.constants.js';
 import {
   bucketColumns,
+  bucketSumParams,
+  bucketSumsSelect,
+  sumColumns,
+  sumParams,
   bucketParams,
   bucketTuples,
   currentValue,
@@ -13,7 +17,7 @@ import {
   type Statement,
 } from './counter-dialect.js';
 import type { DeltaRows } from '../model/delta-batch.js';
-import type { BucketRows, BucketTable } from './counter-dialect.js';
+import type { BucketRows, BucketTable, RollingTables } from './counter-dialect.js';
 
 const ER_DUP_ENTRY = 1062;
 const ER_LOCK_WAIT_TIMEOUT = 1205;
@@ -48,6 +52,25 @@ export const mysqlDialect: CounterDialect = {
       `ORDER BY ${table.start} LIMIT ?`,
     params: [granularity, before, limit],
   }),
+  forShare: ' FOR SHARE',
+  forUpdate: ' FOR UPDATE',
+  insertWindow: (tables) =>
+    `INSERT IGNORE INTO ${tables.windows} (${tables.entity}, ${tables.counter}, ${tables.window}, ${tables.from}) ` +
+    `VALUES (?, ?, ?, ?)`,
+  maxSumsPerStatement: 1_000,
+  addRollingSums: (tables, sums, from, to) => {
+    const tuple = ' UNION ALL SELECT ?, ?, ?, ?, ?';
+    const derived = `SELECT ? AS e, ? AS c, ? AS w, ? AS r, ? AS d${tuple.repeat(to - from - 1)}`;
+    return { sql: upsertedSums(tables, derived), params: sumParams(sums, from, to) };
+  },
+  addBucketSums: (tables, buckets, key, granularity, range, sign) => ({
+    sql: upsertedSums(
+      tables,
+      bucketSumsSelect(buckets, sign, () => '?'),
+    ),
+    params: bucketSumParams(key, granularity, range),
+  }),
+  integerOrder: (text) => `CAST(${text} AS DECIMAL(20))`,
   forServer: (version) => {
     if (isMariaDbWithValues(version)) return mariadbDialect;
     return takesRowAlias(version) ? mysqlDialect : valuesFunctionDialect;
@@ -73,6 +96,8 @@ export const mysqlDialect: CounterDialect = {
  */
 const mariadbDialect: CounterDialect = {
   ...mysqlDialect,
+  // MariaDB has no FOR SHARE.
+  forShare: ' LOCK IN SHARE MODE',
   addDeltas: (target, rows, from, to) => joinedDeltas(target, rows, from, to, 'values'),
   addBuckets: (table, buckets, from, to) => upsertedBuckets(table, buckets, from, to, 'values function'),
   forServer: undefined,
@@ -81,6 +106,7 @@ const mariadbDialect: CounterDialect = {
 /** MariaDB before 10.3.3 and MySQL before 8.0.19: the derived table of SELECTs, and `VALUES(column)`. */
 const valuesFunctionDialect: CounterDialect = {
   ...mysqlDialect,
+  forShare: ' LOCK IN SHARE MODE',
   addBuckets: (table, buckets, from, to) => upsertedBuckets(table, buckets, from, to, 'values function'),
   forServer: undefined,
 };
@@ -125,6 +151,19 @@ function upsertedBuckets(
         : `${insert} ON DUPLICATE KEY UPDATE ${value} = ${value} + VALUES(${value})`,
     params: bucketParams(buckets, from, to),
   };
+}
+
+/**
+ * `INSERT INTO sums … SELECT * FROM (<rows>) AS v ON DUPLICATE KEY UPDATE value = value + v.<delta>`:
+ * the rows' column `d`, read through the derived table, which names it on MySQL and MariaDB alike
+ * (unlike a row alias or `VALUES(column)`).
+ */
+function upsertedSums(tables: RollingTables, rows: string): string {
+  const { value } = tables;
+  return (
+    `INSERT INTO ${tables.sums} (${sumColumns(tables).join(', ')}) SELECT * FROM (${rows}) AS v ` +
+    `ON DUPLICATE KEY UPDATE ${value} = ${tables.sums}.${value} + v.d`
+  );
 }
 
 /**

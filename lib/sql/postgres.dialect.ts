@@ -2,6 +2,9 @@ import { DEFAULT_FLUSH_BATCH_SIZE } from '../counter.constants.js';
 import {
   bucketColumns,
   bucketKey,
+  bucketSumParams,
+  bucketSumsSelect,
+  sumColumns,
   currentValue,
   driverErrorOf,
   fixedIntegerRange,
@@ -88,6 +91,48 @@ export const postgresDialect: CounterDialect = {
       params: [granularity, before, limit],
     };
   },
+
+  forShare: ' FOR SHARE',
+  forUpdate: ' FOR UPDATE',
+  insertWindow: (tables) =>
+    `INSERT INTO ${tables.windows} (${tables.entity}, ${tables.counter}, ${tables.window}, ${tables.from}) ` +
+    `VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
+
+  maxSumsPerStatement: Number.POSITIVE_INFINITY,
+
+  addRollingSums(tables, sums, from, to) {
+    // Arrays, as for addBuckets; `s` names the stored row in DO UPDATE.
+    const { value } = tables;
+    const columns = sumColumns(tables);
+    return {
+      sql:
+        `INSERT INTO ${tables.sums} AS s (${columns.join(', ')}) SELECT $1::text, c, w, r, v ` +
+        `FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[]) AS u(c, w, r, v) ` +
+        `ON CONFLICT (${columns.slice(0, 4).join(', ')}) DO UPDATE SET ${value} = s.${value} + EXCLUDED.${value}`,
+      params: [
+        sums.entity,
+        sums.counters.slice(from, to),
+        sums.windows.slice(from, to),
+        sums.rowIds.slice(from, to),
+        sums.deltas.slice(from, to),
+      ],
+    };
+  },
+
+  addBucketSums(tables, buckets, key, granularity, range, sign) {
+    // The window's key is cast: PostgreSQL cannot tell the type of a parameter only a SELECT list names.
+    const typed = (position: number) => (position <= 3 ? `$${position}::text` : `$${position}`);
+    const columns = sumColumns(tables);
+    const { value } = tables;
+    return {
+      sql:
+        `INSERT INTO ${tables.sums} AS s (${columns.join(', ')}) ${bucketSumsSelect(buckets, sign, typed)} ` +
+        `ON CONFLICT (${columns.slice(0, 4).join(', ')}) DO UPDATE SET ${value} = s.${value} + EXCLUDED.${value}`,
+      params: bucketSumParams(key, granularity, range),
+    };
+  },
+
+  integerOrder: (text) => `CAST(${text} AS numeric)`,
 
   isDuplicateKey: (error) => driverErrorOf(error).code === UNIQUE_VIOLATION,
   isTransient: (error) => TRANSIENT.has(driverErrorOf(error).code ?? ''),

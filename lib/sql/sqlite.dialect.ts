@@ -1,6 +1,10 @@
 import {
   bucketColumns,
   bucketKey,
+  bucketSumParams,
+  bucketSumsSelect,
+  sumColumns,
+  sumParams,
   bucketParams,
   bucketTuples,
   currentValue,
@@ -67,6 +71,42 @@ export const sqliteDialect: CounterDialect = {
       `WHERE ${table.granularity} = ? AND ${table.start} < ? ORDER BY ${table.start} LIMIT ?)`,
     params: [granularity, before, limit],
   }),
+
+  // One writer at a time: a transaction's reads see no other's writes until it ends.
+  forShare: '',
+  forUpdate: '',
+  insertWindow: (tables) =>
+    `INSERT INTO ${tables.windows} (${tables.entity}, ${tables.counter}, ${tables.window}, ${tables.from}) ` +
+    `VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+
+  // Five parameters a sum.
+  maxSumsPerStatement: Math.floor(MAX_PARAMETERS / 5),
+
+  addRollingSums: (tables, sums, from, to) => {
+    const columns = sumColumns(tables);
+    const tuples = Array.from({ length: to - from }, () => '(?, ?, ?, ?, ?)').join(', ');
+    return {
+      sql:
+        `INSERT INTO ${tables.sums} (${columns.join(', ')}) VALUES ${tuples} ` +
+        `ON CONFLICT (${columns.slice(0, 4).join(', ')}) DO UPDATE SET ${tables.value} = ${tables.value} + ` +
+        `excluded.${tables.value}`,
+      params: sumParams(sums, from, to),
+    };
+  },
+
+  // The SELECT has a WHERE clause, which keeps SQLite from reading ON CONFLICT as a join's ON.
+  addBucketSums: (tables, buckets, key, granularity, range, sign) => {
+    const columns = sumColumns(tables);
+    return {
+      sql:
+        `INSERT INTO ${tables.sums} (${columns.join(', ')}) ${bucketSumsSelect(buckets, sign, () => '?')} ` +
+        `ON CONFLICT (${columns.slice(0, 4).join(', ')}) DO UPDATE SET ${tables.value} = ${tables.value} + ` +
+        `excluded.${tables.value}`,
+      params: bucketSumParams(key, granularity, range),
+    };
+  },
+
+  integerOrder: (text) => `CAST(${text} AS INTEGER)`,
 
   isDuplicateKey: (error) => DUPLICATE.has(String(driverErrorOf(error).code)),
   isTransient: (error) => String(driverErrorOf(error).code ?? '').startsWith('SQLITE_BUSY'),

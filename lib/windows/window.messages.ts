@@ -9,6 +9,28 @@ export const WINDOW_MESSAGES = {
   bucketsMissing: (entity: string, counter: string) =>
     `${entity}.${counter} declares windows, but the counted data source does not include CounterBucket. Add ` +
     `it to the entities of your TypeORM data source, and create its table (a migration, or synchronize: true).`,
+  rollingWithoutWindows: (entity: string, counter: string) =>
+    `${entity}.${counter} declares rolling windows but no windows: a rolling window sums the counter's ` +
+    `buckets, so declare them too: @Counted('${counter}', { windows: ['hour', 'day'], rolling: ['24h'] }).`,
+  badRolling: (entity: string, counter: string, rolling: unknown, finest: string) =>
+    `${entity}.${counter} declares rolling windows ${JSON.stringify(rolling)}; give an array of distinct ` +
+    `lengths, each '<n>h' or '<n>d' and a whole number of ${finest}s (its finest granularity): ` +
+    `@Counted('${counter}', { windows: ['hour', 'day'], rolling: ['24h', '7d'] }).`,
+  rollingTablesMissing: (entity: string, counter: string) =>
+    `${entity}.${counter} declares rolling windows, but the counted data source does not include ` +
+    `CounterRollingWindow and CounterRollingSum. Add both to the entities of your TypeORM data source, and ` +
+    `create their tables (a migration, or synchronize: true).`,
+  rollingBeyondRetention: (entity: string, counter: string, window: string, granularity: string, retentionMs: number) =>
+    `${entity}.${counter} declares the rolling window '${window}', which counts ${granularity} buckets ` +
+    `further back than bucketRetentionMs.${granularity} (${retentionMs} ms) keeps them, less two ` +
+    `${granularity}s. Keep ${granularity}s longer (bucketRetentionMs.${granularity}), or declare a shorter window.`,
+  badLimit: (limit: unknown, most: number) =>
+    `The "limit" of top must be a whole number from 1 to ${most}; got ${String(limit)}.`,
+  bucketPruneFailed: (reason: string) =>
+    `Pruning the buckets of windowed counters failed (${reason}); a later flush tries again.`,
+  rollingAdvanceFailed: (reason: string) =>
+    `Moving the rolling windows of counters on failed (${reason}); a later flush tries again, and top moves ` +
+    `a window it reads first.`,
   notWindowed: (entity: string, counter: string) =>
     `${entity}.${counter} keeps no counts over time: declare @Counted('${counter}', { windows: ['hour', ` +
     `'day'] }) to ask for windows of it.`,

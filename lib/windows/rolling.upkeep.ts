@@ -1,0 +1,131 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { COUNTER_OPTIONS } from '../counter.constants.js';
+import { CounterRegistry } from '../counter.registry.js';
+import type { ResolvedCounterOptions } from '../interfaces/resolved-counter-options.interface.js';
+import type { CountedEntity, CounterField } from '../model/counted-entity.js';
+import { rollingFrom, type RollingWindow } from '../model/rolling-window.js';
+import { GRANULARITIES, GRANULARITY_SECONDS, type Granularity } from '../model/time-bucket.js';
+import { CounterDatabase } from '../sql/counter.database.js';
+import { WINDOW_MESSAGES } from './window.messages.js';
+
+/** How often an instance prunes buckets, at most. */
+const PRUNE_INTERVAL_MS = 5 * 60_000;
+/** Buckets one pruning statement deletes, at most: short statements hold few locks. */
+const PRUNE_BATCH = 1_000;
+/** Pruning statements per granularity per pruning, at most; what is left waits for the next. */
+const PRUNE_STATEMENTS = 10;
+const HOUR_MS = 3_600_000;
+
+/**
+ * The upkeep of windowed counters after a flush that went well: moves rolling windows on as time passes
+ * (once per hour boundary, each window in a transaction of its own), and deletes buckets older than
+ * `bucketRetentionMs`, a few at a time, never those a rolling window still counts. A failure is logged;
+ * a later flush tries again.
+ */
+@Injectable()
+export class RollingUpkeep {
+  /** The hour (ms / HOUR_MS) this instance last moved windows in; -1: not yet. */
+  private advancedInHour = -1;
+  /** When this instance last pruned buckets (0: not yet, so its first flush that goes well does). */
+  private lastPrunedAt = 0;
+  private readonly logger = new Logger('CounterFlush');
+
+  constructor(
+    private readonly registry: CounterRegistry,
+    private readonly database: CounterDatabase,
+    @Inject(COUNTER_OPTIONS) private readonly options: ResolvedCounterOptions,
+  ) {}
+
+  /** Called after each flush that went well. */
+  async afterFlush(): Promise<void> {
+    await this.advanceWhenDue();
+    await this.pruneWhenDue();
+  }
+
+  /**
+   * Moves every declared rolling window to where it starts at `nowMs` (see CounterRolling.advance);
+   * returns how many moved.
+   */
+  async advance(nowMs: number): Promise<number> {
+    let moved = 0;
+    for (const { entity, field, window } of this.rollingWindows()) {
+      if (await this.advanceWindow(entity, field, window, nowMs)) moved++;
+    }
+    return moved;
+  }
+
+  /** Moves one rolling window to where it starts at `nowMs`, if it is behind; whether it moved. */
+  advanceWindow(entity: CountedEntity, field: CounterField, window: RollingWindow, nowMs: number): Promise<boolean> {
+    const key = { entity: entity.key, counter: field.name, window: window.name };
+    const want = rollingFrom(window, field.windows[0], nowMs);
+    return this.database.transaction('moving a rolling window', (runner, dialect) =>
+      this.database.rolling.advance(runner, dialect, this.database.buckets.table(), key, field, want),
+    );
+  }
+
+  /**
+   * Deletes, per granularity, buckets that start before `keptFrom - length` (`keptFrom`: the oldest start
+   * a window may have, see `checkRetention`; the bucket before it may still be read by a window that began
+   * a moment ago) and before every declared rolling window's start: PRUNE_BATCH at a time, at most
+   * PRUNE_STATEMENTS times. Returns how many it deleted.
+   */
+  async prune(nowMs: number): Promise<number> {
+    const starts = this.rollingWindows().length > 0 ? await this.database.rolling.starts() : new Map<string, number>();
+    let deleted = 0;
+    for (const granularity of GRANULARITIES) {
+      if (
+        !this.registry.all().some((entity) => entity.counters.some((counter) => counter.windows.includes(granularity)))
+      ) {
+        continue;
+      }
+      const before = this.prunedBefore(granularity, nowMs, starts);
+      for (let statement = 0; statement < PRUNE_STATEMENTS; statement++) {
+        const count = await this.database.pruneBuckets(granularity, before, PRUNE_BATCH);
+        deleted += count;
+        if (count < PRUNE_BATCH) break;
+      }
+    }
+    return deleted;
+  }
+
+  private async advanceWhenDue(): Promise<void> {
+    const hour = Math.floor(Date.now() / HOUR_MS);
+    if (hour === this.advancedInHour || this.rollingWindows().length === 0) return;
+    try {
+      await this.advance(Date.now());
+      this.advancedInHour = hour;
+    } catch (error) {
+      this.logger.warn(WINDOW_MESSAGES.rollingAdvanceFailed((error as Error).message));
+    }
+  }
+
+  private async pruneWhenDue(): Promise<void> {
+    if (Date.now() - this.lastPrunedAt < PRUNE_INTERVAL_MS) return;
+    if (!this.registry.all().some((entity) => entity.counters.some((counter) => counter.windows.length > 0))) return;
+    this.lastPrunedAt = Date.now();
+    await this.prune(Date.now()).catch((error: Error) =>
+      this.logger.warn(WINDOW_MESSAGES.bucketPruneFailed(error.message)),
+    );
+  }
+
+  /** The start before which buckets of `granularity` go: `starts` are the stored windows' (see `prune`). */
+  private prunedBefore(granularity: Granularity, nowMs: number, starts: Map<string, number>): number {
+    const length = GRANULARITY_SECONDS[granularity];
+    const keptFrom = Math.ceil((nowMs - this.options.bucketRetentionMs[granularity]) / 1_000 / length) * length;
+    let before = keptFrom - length;
+    for (const { entity, field, window } of this.rollingWindows()) {
+      if (field.windows[0] !== granularity) continue;
+      const start = starts.get(`${entity.key} ${field.name} ${window.name}`);
+      if (start !== undefined) before = Math.min(before, start);
+    }
+    return before;
+  }
+
+  private rollingWindows(): Array<{ entity: CountedEntity; field: CounterField; window: RollingWindow }> {
+    return this.registry
+      .all()
+      .flatMap((entity) =>
+        entity.counters.flatMap((field) => field.rolling.map((window) => ({ entity, field, window }))),
+      );
+  }
+}

@@ -1,0 +1,109 @@
+import { beforeEach, describe, expect, it } from 'vitest';
+import { CounterBucket, CounterRollingWindow } from '../../lib/index.js';
+import { CounterRegistry } from '../../lib/counter.registry.js';
+import type { Granularity } from '../../lib/model/time-bucket.js';
+import { RollingUpkeep } from '../../lib/windows/rolling.upkeep.js';
+import { DATABASES } from '../../support/databases.js';
+import { RankedPost, ROLLING_ENTITIES } from '../fixtures/rolling-entities.js';
+import { useCounterSuite } from '../support/counter-suite.js';
+import { clearWindowTables, DAY, HOUR } from '../support/rolling-tables.js';
+
+const HOUR_RETENTION_MS = 8 * DAY * 1_000;
+const DAY_RETENTION_MS = 30 * DAY * 1_000;
+/** A time in the middle of an hour, so that hours and days do not start at it. */
+const NOW_MS = Date.UTC(2026, 10, 20, 10, 30);
+const NOW = NOW_MS / 1_000;
+/** The oldest start a window may have, per granularity (see `checkRetention`), at NOW. */
+const KEPT_HOURS_FROM = Math.ceil((NOW - HOUR_RETENTION_MS / 1_000) / HOUR) * HOUR;
+const KEPT_DAYS_FROM = Math.ceil((NOW - DAY_RETENTION_MS / 1_000) / DAY) * DAY;
+
+// The flush deletes buckets older than bucketRetentionMs, less one bucket (a window checked a moment ago
+// may still read it), a thousand at a time, and never those a rolling window still counts.
+describe.each(DATABASES)('bucket pruning on %s', (database) => {
+  const suite = useCounterSuite(
+    database,
+    'pruning',
+    { bucketRetentionMs: { hour: HOUR_RETENTION_MS, day: DAY_RETENTION_MS } },
+    1,
+    ROLLING_ENTITIES,
+  );
+  let upkeep: RollingUpkeep;
+  let entity: string;
+  const buckets = () => suite.counter.dataSource.getRepository(CounterBucket);
+
+  beforeEach(async () => {
+    upkeep = suite.counter.app.get(RollingUpkeep);
+    entity = suite.counter.app.get(CounterRegistry).get(RankedPost).key;
+    await clearWindowTables(suite.counter.dataSource);
+  });
+
+  /** Stores one bucket of view_count per start, of row `rowId`. */
+  const store = async (granularity: Granularity, starts: number[], rowId = '1') => {
+    const rows = starts.map((start) => ({
+      entity,
+      counter: 'view_count',
+      rowId,
+      granularity,
+      start: String(start),
+      value: '1',
+    }));
+    for (let at = 0; at < rows.length; at += 500) await buckets().insert(rows.slice(at, at + 500));
+  };
+  const starts = async (granularity: Granularity) =>
+    (await buckets().find({ where: { granularity }, order: { start: 'ASC' } })).map((row) => Number(row.start));
+
+  it('deletes the buckets that start before the oldest a window may start at, less one bucket', async () => {
+    await store(
+      'hour',
+      [-3, -2, -1, 0, 1].map((n) => KEPT_HOURS_FROM + n * HOUR),
+    );
+    await store(
+      'day',
+      [-3, -2, -1, 0].map((n) => KEPT_DAYS_FROM + n * DAY),
+    );
+
+    expect(await upkeep.prune(NOW_MS)).toBe(4);
+
+    expect(await starts('hour')).toEqual([-1, 0, 1].map((n) => KEPT_HOURS_FROM + n * HOUR));
+    expect(await starts('day')).toEqual([-1, 0].map((n) => KEPT_DAYS_FROM + n * DAY));
+    expect(await upkeep.prune(NOW_MS)).toBe(0);
+  });
+
+  it('deletes a thousand buckets a statement, ten statements a granularity at most', async () => {
+    const old = Array.from({ length: 10_500 }, (_, n) => KEPT_HOURS_FROM - 2 * HOUR - n * HOUR);
+    await store('hour', old);
+    expect(await upkeep.prune(NOW_MS)).toBe(10_000);
+    expect(await buckets().count()).toBe(500);
+    expect(await upkeep.prune(NOW_MS)).toBe(500);
+    expect(await buckets().count()).toBe(0);
+  });
+
+  it('never deletes a bucket that a rolling window still counts', async () => {
+    const windowStart = KEPT_HOURS_FROM - 5 * HOUR;
+    await suite.counter.dataSource.getRepository(CounterRollingWindow).insert([
+      { entity, counter: 'view_count', window: '24h', from: String(windowStart) },
+      { entity, counter: 'view_count', window: '7d', from: String(windowStart + 2 * HOUR) },
+      // A window no counter declares any more holds nothing back.
+      { entity, counter: 'view_count', window: '48h', from: String(windowStart - 10 * HOUR) },
+    ]);
+    await store(
+      'hour',
+      [-7, -6, -5, -4, -1, 0].map((n) => KEPT_HOURS_FROM + n * HOUR),
+    );
+
+    expect(await upkeep.prune(NOW_MS)).toBe(2);
+
+    expect(await starts('hour')).toEqual([-5, -4, -1, 0].map((n) => KEPT_HOURS_FROM + n * HOUR));
+  });
+
+  it('prunes after a flush that went well, at most every few minutes', async () => {
+    const current = () => Math.ceil((Date.now() - HOUR_RETENTION_MS) / 1_000 / HOUR) * HOUR;
+    await store('hour', [current() - 3 * HOUR]);
+    expect((await suite.counter.counters.flush()).error).toBeUndefined();
+    expect(await buckets().count()).toBe(0);
+
+    await store('hour', [current() - 3 * HOUR]);
+    expect((await suite.counter.counters.flush()).error).toBeUndefined();
+    expect(await buckets().count()).toBe(1);
+  });
+});
