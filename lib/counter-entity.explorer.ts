@@ -132,16 +132,15 @@ export class CounterEntityExplorer implements OnModuleInit {
   }
 
   /**
-   * Refuses rolling windows without their tables, or longer than their buckets are kept: pruning keeps
-   * the buckets a window counts, so such a window would keep them past `bucketRetentionMs`.
+   * Refuses rolling windows without their tables, or longer than their buckets are kept. A window as long
+   * as that holds pruning back by at most a bucket (pruning keeps every bucket a window still counts).
    */
   private checkRolling(entity: string, counter: string, rolling: RollingWindow[], finest: Granularity): void {
     if (!this.dataSource.hasMetadata(CounterRollingWindow) || !this.dataSource.hasMetadata(CounterRollingSum)) {
       throw new CounterConfigurationError(WINDOW_MESSAGES.rollingTablesMissing(entity, counter));
     }
     const retentionMs = this.options.bucketRetentionMs[finest];
-    const longest = retentionMs / 1_000 - 2 * GRANULARITY_SECONDS[finest];
-    const tooLong = rolling.find((window) => window.seconds > longest);
+    const tooLong = rolling.find((window) => window.seconds * 1_000 > retentionMs);
     if (tooLong) {
       throw new CounterConfigurationError(
         WINDOW_MESSAGES.rollingBeyondRetention(entity, counter, tooLong.name, finest, retentionMs),

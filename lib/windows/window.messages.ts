@@ -22,8 +22,8 @@ export const WINDOW_MESSAGES = {
     `create their tables (a migration, or synchronize: true).`,
   rollingBeyondRetention: (entity: string, counter: string, window: string, granularity: string, retentionMs: number) =>
     `${entity}.${counter} declares the rolling window '${window}', which counts ${granularity} buckets ` +
-    `further back than bucketRetentionMs.${granularity} (${retentionMs} ms) keeps them, less two ` +
-    `${granularity}s. Keep ${granularity}s longer (bucketRetentionMs.${granularity}), or declare a shorter window.`,
+    `further back than bucketRetentionMs.${granularity} (${retentionMs} ms) keeps them. Keep ` +
+    `${granularity}s longer (bucketRetentionMs.${granularity}), or declare a shorter window.`,
   badLimit: (limit: unknown, most: number) =>
     `The "limit" of top must be a whole number from 1 to ${most}; got ${String(limit)}.`,
   bucketPruneFailed: (reason: string) =>

@@ -118,20 +118,19 @@ describe.each(DATABASES)('rolling window declarations on %s', (databaseName) => 
     expect((error as Error).message).toContain('CounterRollingWindow and CounterRollingSum');
   });
 
-  it('refuses a window longer than its buckets are kept, less two buckets', async () => {
-    const sevenDays = { windows: ['hour', 'day'], rolling: ['7d'] } as const;
-    // By default hours are kept seven days.
-    const byDefault = await bootstrapError(() => start(sevenDays));
+  it('refuses a window longer than its buckets are kept', async () => {
+    const eightDays = { windows: ['hour', 'day'], rolling: ['8d'] } as const;
+    // By default hours are kept seven days: a '7d' window fits, an '8d' one does not.
+    await harness.close(await start({ windows: ['hour', 'day'], rolling: ['24h', '7d'] }));
+    const byDefault = await bootstrapError(() => start(eightDays));
     expect(byDefault).toBeInstanceOf(CounterConfigurationError);
     expect((byDefault as Error).message).toContain('bucketRetentionMs.hour');
-    const short = await bootstrapError(() =>
-      start(sevenDays, { bucketRetentionMs: { hour: 7 * DAY_MS + 2 * HOUR_MS - 1 } }),
-    );
+    const short = await bootstrapError(() => start(eightDays, { bucketRetentionMs: { hour: 8 * DAY_MS - 1 } }));
     expect(short).toBeInstanceOf(CounterConfigurationError);
-    await harness.close(await start(sevenDays, { bucketRetentionMs: { hour: 7 * DAY_MS + 2 * HOUR_MS } }));
+    await harness.close(await start(eightDays, { bucketRetentionMs: { hour: 8 * DAY_MS } }));
     // Days are kept 400 days by default.
-    await harness.close(await start({ windows: ['day'], rolling: ['398d'] }));
-    expect(await bootstrapError(() => start({ windows: ['day'], rolling: ['399d'] }))).toBeInstanceOf(
+    await harness.close(await start({ windows: ['day'], rolling: ['400d'] }));
+    expect(await bootstrapError(() => start({ windows: ['day'], rolling: ['401d'] }))).toBeInstanceOf(
       CounterConfigurationError,
     );
   });
