@@ -7,6 +7,7 @@ import { liveReads } from './live-reads.bench.js';
 import { memoryPerRow } from './memory.bench.js';
 import { recountRate } from './recount.bench.js';
 import { scaleOut } from './scale-out.bench.js';
+import { windows } from './windows.bench.js';
 
 /** The scenarios of `npm run bench`, in the order they run. */
 export const SCENARIOS: BenchScenario[] = [
@@ -18,4 +19,5 @@ export const SCENARIOS: BenchScenario[] = [
   scaleOut,
   recountRate,
   durability,
+  windows,
 ];
