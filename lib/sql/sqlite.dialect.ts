@@ -10,6 +10,7 @@ import {
   currentValue,
   driverErrorOf,
   rowParams,
+  type BucketTable,
   type CounterDialect,
   type DeltaTarget,
   type Statement,
@@ -53,16 +54,15 @@ export const sqliteDialect: CounterDialect = {
 
   addDeltas: joinedDeltas,
 
-  // Six parameters a bucket.
-  maxBucketsPerStatement: Math.floor(MAX_PARAMETERS / 6),
+  maxBucketsPerStatement: STATEMENT_ROWS,
 
-  addBuckets: (table, buckets, from, to) => ({
-    // In DO UPDATE a bare column is the stored row's; `excluded` is the row the INSERT brought.
-    sql:
-      `INSERT INTO ${table.table} (${bucketColumns(table).join(', ')}) VALUES ${bucketTuples(to - from)} ` +
-      `ON CONFLICT (${bucketKey(table)}) DO UPDATE SET ${table.value} = ${table.value} + excluded.${table.value}`,
-    params: bucketParams(buckets, from, to),
-  }),
+  addBuckets: (table, buckets, from, to) => {
+    // Padded, as the UPDATE is, so that every statement has one text: rows of NULLs, which the WHERE
+    // leaves out (it also tells SQLite that ON CONFLICT is the upsert's, not the SELECT's join's).
+    const params = bucketParams(buckets, from, to);
+    while (params.length < STATEMENT_ROWS * 6) params.push(null);
+    return { sql: bucketStatementText(table), params };
+  },
 
   // DELETE … LIMIT needs a compile-time option of SQLite: the rows go by rowid, from a SELECT that limits.
   pruneBuckets: (table, granularity, before, limit) => ({
@@ -117,6 +117,22 @@ export const sqliteDialect: CounterDialect = {
   // Every integer column has INTEGER affinity.
   typedValue: (value) => `SELECT CAST(${value} AS INTEGER) AS probe`,
 };
+
+/** The padded bucket upsert (see `addBuckets`), by table, made once. */
+const bucketStatements = new Map<string, string>();
+
+function bucketStatementText(table: BucketTable): string {
+  let sql = bucketStatements.get(table.table);
+  if (sql === undefined) {
+    // In DO UPDATE a bare column is the stored row's; `excluded` is the row the INSERT brought.
+    sql =
+      `INSERT INTO ${table.table} (${bucketColumns(table).join(', ')}) ` +
+      `SELECT * FROM (VALUES ${bucketTuples(STATEMENT_ROWS)}) WHERE column1 IS NOT NULL ` +
+      `ON CONFLICT (${bucketKey(table)}) DO UPDATE SET ${table.value} = ${table.value} + excluded.${table.value}`;
+    bucketStatements.set(table.table, sql);
+  }
+  return sql;
+}
 
 /** Statement texts by table and columns, made once. */
 const statementTexts = new Map<string, string>();
