@@ -10,7 +10,7 @@ import { CounterConfigurationError } from './exceptions/counter-configuration.er
 import type { EntityClass } from './interfaces/entity-class.interface.js';
 import type { ResolvedCounterOptions } from './interfaces/resolved-counter-options.interface.js';
 import type { RollingWindow } from './model/rolling-window.js';
-import { GRANULARITY_SECONDS, type Granularity } from './model/time-bucket.js';
+import type { Granularity } from './model/time-bucket.js';
 import { integerIdRange, type CounterDialect } from './sql/counter-dialect.js';
 import { CounterLedgerEntry } from './sql/counter-ledger.entity.js';
 import { CounterDatabase } from './sql/counter.database.js';
