@@ -32,6 +32,8 @@ export interface ChaosWorkerOptions {
   database?: DataSourceOptions;
   /** Nest log levels the instance prints (default: errors and warnings). */
   logLevels?: WorkerConfig['logLevels'];
+  /** The instance counts Clip too, with its buckets (see WorkerConfig). */
+  windowed?: boolean;
 }
 
 export class ChaosDeployment {
@@ -84,6 +86,7 @@ export class ChaosDeployment {
       database: options.database ?? this.database.options,
       counter: { ...this.counterDefaults, ...options.counter },
       logLevels: options.logLevels,
+      windowed: options.windowed,
     });
     this.workers.push(worker);
     return worker;

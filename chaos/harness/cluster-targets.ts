@@ -4,10 +4,11 @@ import type { DataSource } from 'typeorm';
 import { CounterKeys } from '../../lib/redis/counter.keys.js';
 import { Article, Badge, Remark } from '../../test/fixtures/entities.js';
 import { Topic } from '../../test/fixtures/sourced-entities.js';
+import { Clip } from '../worker/clip.entity.js';
 import type { AnyRedis } from '../../support/redis.js';
 import { targetKey, type CounterTarget } from './counter-targets.js';
 
-const ENTITY_CLASSES = { Article, Remark, Badge, Topic } as const;
+const ENTITY_CLASSES = { Article, Remark, Badge, Topic, Clip } as const;
 
 export interface TargetSlots {
   /** Slot of a target's row hash (and of its shard's keys). */

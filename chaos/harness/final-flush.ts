@@ -61,3 +61,20 @@ export function total(
 ): number {
   return reports.reduce((sum, report) => sum + report[field], 0);
 }
+
+/**
+ * What Redis still holds to be written, field by field: the change fields of every pending hash and every
+ * given-back (`unknown`) hash, and every batch in flight. Empty once a final flush has written everything.
+ */
+export async function changesLeft(redis: AnyRedis, prefix: string): Promise<string[]> {
+  const left: string[] = [];
+  for (const key of await scanKeys(redis, prefix)) {
+    if (key.endsWith(':batch')) left.push(key);
+    else if (key.endsWith(':pending') || key.endsWith(':unknown')) {
+      // Fields starting with '#' are the hash's own (when changes were given back, how it is laid out).
+      const fields = (await redis.hkeys(key)).filter((field) => !field.startsWith('#'));
+      left.push(...fields.map((field) => `${key} ${field}`));
+    }
+  }
+  return left;
+}

@@ -8,6 +8,7 @@ import type { INestApplicationContext } from '@nestjs/common';
 import { CounterService, type FlushReport } from '../../lib/index.js';
 import { Article, Badge, Remark } from '../../test/fixtures/entities.js';
 import { Topic } from '../../test/fixtures/sourced-entities.js';
+import { Clip } from './clip.entity.js';
 import { FlushStepHooks } from './flush-step-hooks.js';
 import { createWorkerApp } from './worker-app.js';
 import {
@@ -19,7 +20,7 @@ import {
   type WorkerMessage,
 } from './worker-protocol.js';
 
-const ENTITY_CLASSES: Record<CountedEntityName, abstract new () => unknown> = { Article, Remark, Badge, Topic };
+const ENTITY_CLASSES: Record<CountedEntityName, abstract new () => unknown> = { Article, Remark, Badge, Topic, Clip };
 
 const config = JSON.parse(process.env.CHAOS_WORKER_CONFIG ?? '') as WorkerConfig;
 

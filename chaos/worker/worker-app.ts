@@ -5,9 +5,10 @@ import { NestFactory } from '@nestjs/core';
 import { ScheduleModule } from '@nestjs/schedule';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import type { DataSourceOptions } from 'typeorm';
-import { CounterLedgerEntry, CounterModule } from '../../lib/index.js';
+import { CounterBucket, CounterLedgerEntry, CounterModule } from '../../lib/index.js';
 import { ENTITIES } from '../../test/fixtures/entities.js';
 import { SOURCED_ENTITIES } from '../../test/fixtures/sourced-entities.js';
+import { Clip } from './clip.entity.js';
 import type { WorkerConfig } from './worker-protocol.js';
 
 @Module({})
@@ -18,7 +19,12 @@ class ChaosWorkerModule {
       imports: [
         TypeOrmModule.forRoot({
           ...config.database,
-          entities: [...ENTITIES, ...SOURCED_ENTITIES, CounterLedgerEntry],
+          entities: [
+            ...ENTITIES,
+            ...SOURCED_ENTITIES,
+            CounterLedgerEntry,
+            ...(config.windowed ? [Clip, CounterBucket] : []),
+          ],
           // The parent creates the tables once; instances of one deployment never race to do it.
           synchronize: false,
           logging: false,

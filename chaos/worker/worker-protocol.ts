@@ -5,8 +5,11 @@ import type { Cluster, Redis } from 'ioredis';
 import type { DataSourceOptions } from 'typeorm';
 import type { CounterModuleOptions, CounterRedisConnection, FlushReport } from '../../lib/index.js';
 
-/** The entities a worker counts, by name (the classes of test/fixtures/entities.ts and sourced-entities.ts). */
-export type CountedEntityName = 'Article' | 'Remark' | 'Badge' | 'Topic';
+/**
+ * The entities a worker counts, by name (the classes of test/fixtures/entities.ts and sourced-entities.ts,
+ * and Clip for a worker started with `windowed`).
+ */
+export type CountedEntityName = 'Article' | 'Remark' | 'Badge' | 'Topic' | 'Clip';
 
 /**
  * Points of the flush protocol (lib/counter.flusher.ts) where a worker can be made to stop, so that the
@@ -43,6 +46,11 @@ export interface WorkerConfig {
   counter: Omit<CounterModuleOptions, 'redis'> & { redis?: Exclude<CounterRedisConnection, Redis | Cluster> };
   /** Nest log levels the worker prints (to its stdout, which the parent captures). */
   logLevels?: Array<'log' | 'error' | 'warn' | 'debug' | 'verbose' | 'fatal'>;
+  /**
+   * Also counts Clip, whose counter keeps hourly and daily buckets (CounterBucket). Off by default: a
+   * counted entity is flushed and checked for lost data by every instance, in every scenario.
+   */
+  windowed?: boolean;
 }
 
 export type WorkerRequest =
