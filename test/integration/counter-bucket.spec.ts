@@ -9,6 +9,7 @@ import { bucketStart, type Granularity } from '../../lib/model/time-bucket.js';
 import { CounterDatabase } from '../../lib/sql/counter.database.js';
 import { useCounterSuite } from '../support/counter-suite.js';
 import { DATABASES } from '../../support/databases.js';
+import { bucketDeltasOf, type Place } from '../support/rolling-tables.js';
 
 @Entity('bucket_post')
 class Post {
@@ -38,8 +39,6 @@ const DAY_0 = bucketStart('day', 1_764_201_600);
 const H = (n: number) => DAY_0 + DAY - 2 * HOUR + n * HOUR;
 const D = (n: number) => DAY_0 + n * DAY;
 
-type Place = [id: string | number, granularity: Granularity, start: number, delta: number];
-
 /** A batch of one counter: each row's total change, and its bucket changes. */
 function batch(
   entity: CountedEntity,
@@ -54,13 +53,7 @@ function batch(
     shard,
     counters: [counter],
     rows: { ids: rows.map(([id]) => id), deltas: rows.map(([, delta]) => delta) },
-    buckets: {
-      ids: places.map(([id]) => id),
-      counters: places.map(() => counter),
-      granularities: places.map(([, granularity]) => granularity),
-      starts: places.map(([, , start]) => start),
-      deltas: places.map(([, , , delta]) => delta),
-    },
+    buckets: bucketDeltasOf(counter, places),
   };
 }
 

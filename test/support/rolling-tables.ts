@@ -23,13 +23,18 @@ export function bucketBatch(entity: CountedEntity, counter: CounterField, places
     shard,
     counters: [counter],
     rows: { ids: [...totals.keys()], deltas: [...totals.values()] },
-    buckets: {
-      ids: places.map(([id]) => id),
-      counters: places.map(() => counter),
-      granularities: places.map(([, granularity]) => granularity),
-      starts: places.map(([, , start]) => start),
-      deltas: places.map(([, , , delta]) => delta),
-    },
+    buckets: bucketDeltasOf(counter, places),
+  };
+}
+
+/** `places` as a batch's bucket deltas, all of `counter`. */
+export function bucketDeltasOf(counter: CounterField, places: Place[]): NonNullable<DeltaBatch['buckets']> {
+  return {
+    ids: places.map(([id]) => id),
+    counters: places.map(() => counter),
+    granularities: places.map(([, granularity]) => granularity),
+    starts: places.map(([, , start]) => start),
+    deltas: places.map(([, , , delta]) => delta),
   };
 }
 
