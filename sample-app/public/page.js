@@ -7,6 +7,7 @@ import { h } from './dom.js';
 import { onFlushChange, refreshFlush, refreshStatus, wireFlushButtons } from './flush-panel.js';
 import { listSolutions, refreshInspector, renderInspector, selectSolution } from './inspector.js';
 import { onOpen, openSolution, refreshProblems, userChanged } from './problems.js';
+import { refreshTrending } from './trending.js';
 
 const PROBLEMS_EVERY_MS = 2000;
 const PANELS_EVERY_MS = 1000;
@@ -31,8 +32,9 @@ async function start() {
   const inspector = every(PANELS_EVERY_MS, () => refreshInspector());
   const status = every(PANELS_EVERY_MS, refreshStatus);
   every(PANELS_EVERY_MS, refreshFlush);
+  const trending = every(PANELS_EVERY_MS, refreshTrending);
   const burst = every(BURST_EVERY_MS, refreshBurst);
-  onFlushChange(() => Promise.all([inspector(), status(), burst()]));
+  onFlushChange(() => Promise.all([inspector(), status(), trending(), burst()]));
 
   select.addEventListener('change', () => {
     session.userId = Number(select.value);

@@ -5,7 +5,7 @@ import pg from 'pg';
 import request from 'supertest';
 import type { App } from 'supertest/types.js';
 import { DataSource } from 'typeorm';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest';
 import { CounterBucket, CounterService, CounterStoreUnavailableError } from '../../lib/index.js';
 import { Comment } from '../../sample-app/src/comments/comment.entity.js';
 import { Problem } from '../../sample-app/src/problems/problem.entity.js';
@@ -138,6 +138,76 @@ describe.each(DATABASES)('the sample app on %s', (databaseName) => {
     // The live value (flushed or not), from Redis through @LiveCounts() on nested relations.
     expect(problems[0]?.solutions[0]?.comments.find((comment) => comment.id === 2)?.likeCount).toBe(liked.like_count);
     await request(http).delete('/comments/2/like').set('X-User-Id', '1').expect(200);
+  });
+
+  // Before the other tests like solutions, and undoing its likes, so that each sees a fresh start.
+  it('ranks solutions by their likes in the last 24 hours, as of the last flush (GET /solutions/trending)', async () => {
+    const counters = app.get(CounterService);
+    const trending = async () => (await request(http).get('/solutions/trending').expect(200)).body as unknown;
+    const post = async (title: string) => {
+      const created = await request(http).post('/problems/3/solutions').send({ title, content: 'BFS.' }).expect(201);
+      return (created.body as SolutionBody).id;
+    };
+    const like = (user: number, id: number) =>
+      request(http).post(`/solutions/${id}/like`).set('X-User-Id', String(user)).expect(200);
+    const unlike = (user: number, id: number) =>
+      request(http).delete(`/solutions/${id}/like`).set('X-User-Id', String(user)).expect(200);
+
+    // The app's scheduled flush paused, and the one it may be running over: likes wait until flushed here.
+    await request(http).post('/flush/pause').expect(200);
+    onTestFinished(async () => {
+      await request(http).post('/flush/resume').expect(200);
+    });
+    await request(http).post('/flush/now').expect(200);
+    // The seeded likes are in the totals only: nothing trends on a fresh database.
+    await flushEverything(counters);
+    expect(await trending()).toEqual([]);
+    const [a, b, c] = [await post('Plain BFS'), await post('BFS with a deque'), await post('A* search')];
+    /** Who likes what: c 4 likes, 2 three, a two (a third taken back), 1, 3 and b one each. */
+    const likes: [number, number][] = [
+      [1, a],
+      [2, a],
+      [3, a],
+      [1, b],
+      [1, c],
+      [2, c],
+      [3, c],
+      [4, c],
+      [1, 2],
+      [2, 2],
+      [3, 2],
+      [4, 1],
+      [2, 3],
+    ];
+    for (const [user, id] of likes) await like(user, id);
+    await unlike(3, a);
+    // Not flushed yet: not ranked yet.
+    expect(await trending()).toEqual([]);
+
+    await flushEverything(counters);
+    // Ties by id; b, liked once as 1 and 3 were, is sixth: left out.
+    expect(await trending()).toEqual([
+      { id: c, title: 'A* search', likes: 4 },
+      { id: 2, title: 'Sort and two pointers', likes: 3 },
+      { id: a, title: 'Plain BFS', likes: 2 },
+      { id: 1, title: 'One pass with a hash map', likes: 1 },
+      { id: 3, title: 'Expand around centres', likes: 1 },
+    ]);
+    expect(await counters.top(Solution, 'like_count', { since: Date.now() - 24 * HOUR_MS, limit: 10 })).toEqual([
+      { id: c, value: 4 },
+      { id: 2, value: 3 },
+      { id: a, value: 2 },
+      { id: 1, value: 1 },
+      { id: 3, value: 1 },
+      { id: b, value: 1 },
+    ]);
+
+    // Unlikes count in the window too: taken back, nothing trends.
+    for (const [user, id] of likes) if (!(user === 3 && id === a)) await unlike(user, id);
+    await flushEverything(counters);
+    expect(await trending()).toEqual([]);
+    const index = (await request(http).get('/').expect(200)).body as { routes: Record<string, string> };
+    expect(Object.keys(index.routes)).toContain('GET /solutions/trending');
   });
 
   it('counts likes per user, unlikes, views and submissions exactly, and flushes them into the database', async () => {

@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { ConfigService } from '@nestjs/config';
 import type { TypeOrmModuleOptions } from '@nestjs/typeorm';
-import { CounterBucket, CounterLedgerEntry } from 'nestjs-counter';
+import { CounterBucket, CounterLedgerEntry, CounterRollingSum, CounterRollingWindow } from 'nestjs-counter';
 import { Comment } from '../comments/comment.entity.js';
 import { Like } from '../likes/like.entity.js';
 import { Problem } from '../problems/problem.entity.js';
@@ -11,7 +11,18 @@ import { Solution } from '../solutions/solution.entity.js';
 import { User } from '../users/user.entity.js';
 import { databaseTarget } from './database.target.js';
 
-const ENTITIES = [Problem, Submission, Solution, Comment, User, Like, CounterLedgerEntry, CounterBucket];
+const ENTITIES = [
+  Problem,
+  Submission,
+  Solution,
+  Comment,
+  User,
+  Like,
+  CounterLedgerEntry,
+  CounterBucket,
+  CounterRollingWindow,
+  CounterRollingSum,
+];
 
 /** TypeORM options from DATABASE_URL (SQLite file when unset). `synchronize` is for the demo only. */
 export function databaseOptions(config: ConfigService): TypeOrmModuleOptions {

@@ -25,6 +25,7 @@ const TYPES: Record<string, string> = {
   'chart.js': SCRIPT,
   'burst.js': SCRIPT,
   'sparkline.js': SCRIPT,
+  'trending.js': SCRIPT,
 };
 
 /**

@@ -27,7 +27,8 @@ export class Solution {
   @Column({ name: 'view_count', type: 'int', default: 0 })
   viewCount!: number;
 
-  @Counted('like_count', { min: 0, source: countLikes('solution'), windows: ['hour', 'day'] })
+  // Its sums over the last 24 hours rank "Trending today" (SolutionsService.trending).
+  @Counted('like_count', { min: 0, source: countLikes('solution'), windows: ['hour', 'day'], rolling: ['24h'] })
   @Column({ name: 'like_count', type: 'int', default: 0 })
   likeCount!: number;
 

@@ -8,10 +8,18 @@ import { SolutionViewsController } from './solution-views.controller.js';
 import { Solution } from './solution.entity.js';
 import { SolutionsController } from './solutions.controller.js';
 import { SolutionsService } from './solutions.service.js';
+import { TrendingSolutionsController } from './trending-solutions.controller.js';
 
 @Module({
   imports: [TypeOrmModule.forFeature([Solution, Problem]), LikesModule],
-  controllers: [SolutionsController, ProblemSolutionsController, SolutionLikesController, SolutionViewsController],
+  // Trending first: its route would otherwise be taken by SolutionsController's GET /solutions/:id.
+  controllers: [
+    TrendingSolutionsController,
+    SolutionsController,
+    ProblemSolutionsController,
+    SolutionLikesController,
+    SolutionViewsController,
+  ],
   providers: [SolutionsService],
 })
 export class SolutionsModule {}

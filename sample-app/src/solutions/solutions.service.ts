@@ -1,7 +1,7 @@
 import { Injectable, NotFoundException } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { CounterService, type CounterBucketValue } from 'nestjs-counter';
-import type { Repository } from 'typeorm';
+import { In, type Repository } from 'typeorm';
 import { pageWindow, toPage, type Page, type PageRequest } from '../common/page.interface.js';
 import { Problem } from '../problems/problem.entity.js';
 import { Solution } from './solution.entity.js';
@@ -9,7 +9,17 @@ import { Solution } from './solution.entity.js';
 /** How many hours `viewsPerHour` gives: the current one and those before it. */
 const HOURS_SHOWN = 24;
 
+/** How many solutions `trending` gives. */
+const TRENDING_SHOWN = 5;
+
 const HOUR_MS = 3_600_000;
+
+/** A solution of "Trending today": `likes` is the net change of its likes over the last 24 hours. */
+export interface TrendingSolution {
+  id: number;
+  title: string;
+  likes: number;
+}
 
 /** Lists, views and creates solutions; every counter change goes through CounterService. */
 @Injectable()
@@ -49,6 +59,28 @@ export class SolutionsService {
       granularity: 'hour',
       since: nextHour - HOURS_SHOWN * HOUR_MS,
       until: nextHour,
+    });
+  }
+
+  /**
+   * The solutions liked most over the last 24 hours, most first (ties by id), as of the last flush: read
+   * from the sums the flush keeps for `like_count`'s rolling window, with the titles from the table.
+   */
+  async trending(): Promise<TrendingSolution[]> {
+    const top = await this.counters.top(Solution, 'like_count', {
+      since: Date.now() - 24 * HOUR_MS,
+      limit: TRENDING_SHOWN,
+    });
+    if (top.length === 0) return [];
+    const solutions = await this.solutions.find({
+      select: { id: true, title: true },
+      where: { id: In(top.map((row) => Number(row.id))) },
+    });
+    const titles = new Map(solutions.map((solution) => [solution.id, solution.title]));
+    // A solution deleted since its likes were flushed has no title left to show.
+    return top.flatMap(({ id, value }) => {
+      const title = titles.get(Number(id));
+      return title === undefined ? [] : [{ id: Number(id), title, likes: value }];
     });
   }
 
