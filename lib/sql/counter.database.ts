@@ -5,8 +5,8 @@ import { MESSAGES } from '../counter.messages.js';
 import type { CountedEntity, CounterField } from '../model/counted-entity.js';
 import { CounterDatabaseUnavailableError } from '../exceptions/counter-database-unavailable.error.js';
 import type { ResolvedCounterOptions } from '../interfaces/resolved-counter-options.interface.js';
-import { quotedTablePath, type CounterDialect } from './counter-dialect.js';
-import type { DeltaBatch, DeltaRows } from '../model/delta-batch.js';
+import type { CounterDialect } from './counter-dialect.js';
+import type { DeltaBatch } from '../model/delta-batch.js';
 import { canonicalIdText } from '../model/row-id.js';
 import type { BucketRange, Granularity } from '../model/time-bucket.js';
 import { CounterBuckets, type StoredBuckets } from './counter.buckets.js';
@@ -15,6 +15,7 @@ import { CounterRolling } from './counter-rolling.js';
 import { dialectFor } from './dialect-for.js';
 import { onPrimary } from './on-primary.js';
 import { readFailure } from './read-failure.js';
+import { addTableDeltas } from './table-deltas.js';
 import { groupBy } from '../collections.js';
 import { compareIds, mergeBatches } from './merge-batches.js';
 
@@ -269,7 +270,7 @@ export class CounterDatabase {
         ? await this.rolling.lockWindows(runner, dialect, entity, this.buckets.table(), Date.now())
         : undefined;
       const { counters, rows, batchOfRow } = mergeBatches(ofEntity);
-      const missing = await this.updateTable(runner, dialect, entity, counters, rows);
+      const missing = await addTableDeltas(this.dataSource, runner, dialect, entity, counters, rows);
       for (const row of missing) missingIds[batches.indexOf(ofEntity[batchOfRow[row]])].push(rows.ids[row]);
       const buckets = await this.buckets.add(
         runner,
@@ -280,36 +281,6 @@ export class CounterDatabase {
       if (starts && buckets) await this.rolling.add(runner, dialect, entity, buckets, starts);
     }
     return { applied: true, missingIds };
-  }
-
-  /**
-   * Adds the deltas to one table, in statements of at most the dialect's row limit; returns the rows
-   * (positions in `rows`) that matched none in the table.
-   */
-  private async updateTable(
-    runner: QueryRunner,
-    dialect: CounterDialect,
-    entity: CountedEntity,
-    counters: CounterField[],
-    rows: DeltaRows,
-  ): Promise<number[]> {
-    const driver = this.dataSource.driver;
-    const target = {
-      table: quotedTablePath(driver, entity.metadata.tablePath),
-      idColumn: driver.escape(entity.primary.databaseName),
-      idType: String(driver.normalizeType(entity.primary)),
-      columns: counters.map((counter) => driver.escape(counter.column.databaseName)),
-      nullable: counters.map((counter) => counter.column.isNullable),
-    };
-    const perStatement = dialect.maxRowsPerStatement(counters.length);
-    const missing: number[] = [];
-    for (let from = 0; from < rows.ids.length; from += perStatement) {
-      const to = Math.min(rows.ids.length, from + perStatement);
-      const statement = dialect.addDeltas(target, rows, from, to);
-      const { affected } = await runner.query(statement.sql, statement.params, true);
-      if ((affected ?? 0) < to - from) missing.push(...(await this.missingRows(runner, entity, rows.ids, from, to)));
-    }
-    return missing;
   }
 
   /**
@@ -327,28 +298,5 @@ export class CounterDatabase {
       },
     );
     return this.serverDialect;
-  }
-
-  /** Rows `from` to `to` (exclusive) whose id matches no row: deleted since their counters changed. */
-  private async missingRows(
-    runner: QueryRunner,
-    entity: CountedEntity,
-    ids: Array<string | number>,
-    from: number,
-    to: number,
-  ): Promise<number[]> {
-    const existing = await runner.manager.getRepository(entity.target).find({
-      select: { [entity.primary.propertyName]: true },
-      where: { [entity.primary.propertyName]: In(ids.slice(from, to)) },
-      withDeleted: true,
-      loadEagerRelations: false,
-    });
-    const canonical = (id: unknown) => canonicalIdText(entity, id);
-    const present = new Set(
-      existing.map((row) => canonical((row as Record<string, unknown>)[entity.primary.propertyName])),
-    );
-    const missing: number[] = [];
-    for (let row = from; row < to; row++) if (!present.has(canonical(ids[row]))) missing.push(row);
-    return missing;
   }
 }
