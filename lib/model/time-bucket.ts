@@ -16,6 +16,11 @@ export interface BucketRange {
   to: number;
 }
 
+/** How a bucket is named among a row's buckets of one counter: `hour 1795863600`. */
+export function bucketKey(granularity: Granularity, start: number): string {
+  return `${granularity} ${start}`;
+}
+
 /** The start of the bucket of `granularity` that holds `seconds` (Unix seconds, UTC). */
 export function bucketStart(granularity: Granularity, seconds: number): number {
   const length = GRANULARITY_SECONDS[granularity];

@@ -11,6 +11,7 @@ import {
   type RollingTables,
 } from './counter-dialect.js';
 import { CounterRollingSum } from './counter-rolling-sum.entity.js';
+import { compareIds } from './merge-batches.js';
 import { CounterRollingWindow } from './counter-rolling-window.entity.js';
 import { onPrimary } from './on-primary.js';
 
@@ -257,9 +258,7 @@ export function rollingSums(entity: CountedEntity, buckets: BucketRows, starts: 
   }
   const sorted = [...totals.values()]
     .filter((sum) => sum.delta !== 0)
-    .sort(
-      (a, b) => compareText(a.counter, b.counter) || compareText(a.window, b.window) || compareText(a.rowId, b.rowId),
-    );
+    .sort((a, b) => compareIds(a.counter, b.counter) || compareIds(a.window, b.window) || compareIds(a.rowId, b.rowId));
   return {
     entity: entity.key,
     counters: sorted.map((sum) => sum.counter),
@@ -267,8 +266,4 @@ export function rollingSums(entity: CountedEntity, buckets: BucketRows, starts: 
     rowIds: sorted.map((sum) => sum.rowId),
     deltas: sorted.map((sum) => sum.delta),
   };
-}
-
-function compareText(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
 }

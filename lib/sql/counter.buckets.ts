@@ -2,7 +2,7 @@ import type { DataSource, QueryRunner } from 'typeorm';
 import type { CountedEntity, CounterField } from '../model/counted-entity.js';
 import type { DeltaBatch } from '../model/delta-batch.js';
 import { canonicalIdText } from '../model/row-id.js';
-import type { BucketRange, Granularity } from '../model/time-bucket.js';
+import { bucketKey, type BucketRange, type Granularity } from '../model/time-bucket.js';
 import { CounterBucket } from './counter-bucket.entity.js';
 import { quotedTablePath, type BucketRows, type BucketTable, type CounterDialect } from './counter-dialect.js';
 import type { RankedRow } from './counter-rolling.js';
@@ -12,7 +12,7 @@ import { onPrimary } from './on-primary.js';
 
 /** A row's stored buckets, and whether the ledger held a batch, as one statement saw them. */
 export interface StoredBuckets {
-  /** Values by `${granularity} ${start}` (start in Unix seconds, in decimal); a bucket not stored is absent. */
+  /** Values by `bucketKey`; a bucket not stored is absent. */
   values: Map<string, number>;
   /** Whether the ledger holds the batch asked about (false when none was). */
   batchApplied: boolean;
@@ -73,26 +73,14 @@ export class CounterBuckets {
     ranges: BucketRange[],
     batchId: string | undefined,
   ): Promise<StoredBuckets> {
-    const params: unknown[] = [];
-    const parameter = (value: unknown) => {
-      params.push(value);
-      return this.dialect.placeholder(params.length);
-    };
+    const { params, parameter } = this.parameters();
     const selects: string[] = [];
     if (ranges.length > 0) {
-      // Parameters in the order of the text: some dialects number them by position.
       const t = this.table();
-      const ofRow =
-        `${t.entity} = ${parameter(entity.key)} AND ${t.counter} = ${parameter(counter.name)} ` +
-        `AND ${t.rowId} = ${parameter(canonicalIdText(entity, id))}`;
-      const inRanges = ranges.map(
-        (range) =>
-          `(${t.granularity} = ${parameter(range.granularity)} AND ${t.start} >= ${parameter(range.from)} ` +
-          `AND ${t.start} < ${parameter(range.to)})`,
-      );
+      const ofCounter = this.ofCounter(entity, counter, ranges, parameter);
       selects.push(
         `SELECT ${t.granularity} AS g, ${t.start} AS s, ${t.value} AS v FROM ${t.table} ` +
-          `WHERE ${ofRow} AND (${inRanges.join(' OR ')})`,
+          `WHERE ${ofCounter} AND ${t.rowId} = ${parameter(canonicalIdText(entity, id))}`,
       );
     }
     if (batchId !== undefined) {
@@ -106,7 +94,7 @@ export class CounterBuckets {
     );
     for (const row of rows) {
       if (row.g === null) stored.batchApplied = true;
-      else stored.values.set(`${row.g} ${Number(row.s)}`, Number(row.v));
+      else stored.values.set(bucketKey(row.g as Granularity, Number(row.s)), Number(row.v));
     }
     return stored;
   }
@@ -125,28 +113,48 @@ export class CounterBuckets {
    * first, ties by id (as numbers for integer ids), read on the primary.
    */
   async top(entity: CountedEntity, counter: CounterField, ranges: BucketRange[], limit: number): Promise<RankedRow[]> {
+    const { params, parameter } = this.parameters();
+    const t = this.table();
+    const idOrder = entity.numericId ? this.dialect.integerOrder(t.rowId) : t.rowId;
+    const sql =
+      `SELECT ${t.rowId} AS r, SUM(${t.value}) AS v FROM ${t.table} ` +
+      `WHERE ${this.ofCounter(entity, counter, ranges, parameter)} GROUP BY ${t.rowId} ` +
+      `HAVING SUM(${t.value}) > 0 ORDER BY SUM(${t.value}) DESC, ${idOrder} LIMIT ${parameter(limit)}`;
+    const rows: Array<{ r: string; v: string | number }> = await onPrimary(this.dataSource, (manager) =>
+      manager.query(sql, params),
+    );
+    return rows.map((row) => ({ rowId: row.r, value: Number(row.v) }));
+  }
+
+  /**
+   * Statement parameters, each given by `parameter` where the text names it, which returns its
+   * placeholder: in the order of the text, as dialects that number them by position need.
+   */
+  private parameters(): { params: unknown[]; parameter: (value: unknown) => string } {
     const params: unknown[] = [];
     const parameter = (value: unknown) => {
       params.push(value);
       return this.dialect.placeholder(params.length);
     };
+    return { params, parameter };
+  }
+
+  /** `entity = ? AND counter = ? AND (the buckets of one of the ranges)`, for the counter's buckets. */
+  private ofCounter(
+    entity: CountedEntity,
+    counter: CounterField,
+    ranges: BucketRange[],
+    parameter: (value: unknown) => string,
+  ): string {
     const t = this.table();
-    // Parameters in the order of the text: some dialects number them by position.
+    // Placeholders made in the order of the text.
     const ofCounter = `${t.entity} = ${parameter(entity.key)} AND ${t.counter} = ${parameter(counter.name)}`;
     const inRanges = ranges.map(
       (range) =>
         `(${t.granularity} = ${parameter(range.granularity)} AND ${t.start} >= ${parameter(range.from)} ` +
         `AND ${t.start} < ${parameter(range.to)})`,
     );
-    const idOrder = entity.numericId ? this.dialect.integerOrder(t.rowId) : t.rowId;
-    const sql =
-      `SELECT ${t.rowId} AS r, SUM(${t.value}) AS v FROM ${t.table} ` +
-      `WHERE ${ofCounter} AND (${inRanges.join(' OR ')}) GROUP BY ${t.rowId} HAVING SUM(${t.value}) > 0 ` +
-      `ORDER BY SUM(${t.value}) DESC, ${idOrder} LIMIT ${parameter(limit)}`;
-    const rows: Array<{ r: string; v: string | number }> = await onPrimary(this.dataSource, (manager) =>
-      manager.query(sql, params),
-    );
-    return rows.map((row) => ({ rowId: row.r, value: Number(row.v) }));
+    return `${ofCounter} AND (${inRanges.join(' OR ')})`;
   }
 
   /** The bucket table's name and columns, quoted. */

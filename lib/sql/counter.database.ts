@@ -68,9 +68,7 @@ export class CounterDatabase {
 
   /** Counter values of the rows that exist, by id as the database returns it. */
   readCounters(entity: CountedEntity, ids: Array<string | number>): Promise<Map<string, Record<string, unknown>>> {
-    return this.bounded('reading counters', () => this.readCountersNow(entity, ids)).catch((error: Error) => {
-      throw readFailure(this.dialect, entity, 'reading counters', error);
-    });
+    return this.read(entity, 'reading counters', () => this.readCountersNow(entity, ids));
   }
 
   /**
@@ -84,10 +82,7 @@ export class CounterDatabase {
     ranges: BucketRange[],
     batchId: string | undefined,
   ): Promise<StoredBuckets> {
-    const read = () => this.buckets.read(entity, counter, id, ranges, batchId);
-    return this.bounded('reading buckets', read).catch((error: Error) => {
-      throw readFailure(this.dialect, entity, 'reading buckets', error);
-    });
+    return this.read(entity, 'reading buckets', () => this.buckets.read(entity, counter, id, ranges, batchId));
   }
 
   /** Deletes at most `limit` buckets of `granularity` that start before `before` (Unix seconds); returns how many. */

@@ -1,6 +1,7 @@
 import type { DeltaBatch } from '../model/delta-batch.js';
 import { canonicalIdText } from '../model/row-id.js';
 import type { BucketRows } from './counter-dialect.js';
+import { compareIds } from './merge-batches.js';
 
 /**
  * One entity's batches' bucket changes as one list in primary key order (counter, row id as text,
@@ -31,9 +32,9 @@ export function mergeBuckets(batches: DeltaBatch[], missing: ReadonlySet<string>
   }
   const order = Array.from({ length: counters.length }, (_, place) => place).sort(
     (a, b) =>
-      compareText(counters[a], counters[b]) ||
-      compareText(rowIds[a], rowIds[b]) ||
-      compareText(granularities[a], granularities[b]) ||
+      compareIds(counters[a], counters[b]) ||
+      compareIds(rowIds[a], rowIds[b]) ||
+      compareIds(granularities[a], granularities[b]) ||
       starts[a] - starts[b],
   );
   const sameBucket = (a: number, b: number) =>
@@ -61,8 +62,4 @@ export function mergeBuckets(batches: DeltaBatch[], missing: ReadonlySet<string>
     merged.deltas.push(delta);
   }
   return merged;
-}
-
-function compareText(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
 }

@@ -8,7 +8,7 @@ import type { EntityClass } from '../interfaces/entity-class.interface.js';
 import type { ResolvedCounterOptions } from '../interfaces/resolved-counter-options.interface.js';
 import type { CountedEntity, CounterField } from '../model/counted-entity.js';
 import { toRowId, type RowId } from '../model/row-id.js';
-import type { BucketRange, Granularity } from '../model/time-bucket.js';
+import { bucketKey, type BucketRange } from '../model/time-bucket.js';
 import { BucketStore, bucketField, type WaitingBucketChanges } from '../redis/bucket.store.js';
 import { CounterKeys } from '../redis/counter.keys.js';
 import { SeedRetry } from '../seed.retry.js';
@@ -127,9 +127,4 @@ export class CounterWindows {
       }
     }
   }
-}
-
-/** How `CounterDatabase.readBuckets` keys a bucket. */
-function bucketKey(granularity: Granularity, start: number): string {
-  return `${granularity} ${start}`;
 }

@@ -7,6 +7,7 @@ import { rollingFrom, type RollingWindow } from '../model/rolling-window.js';
 import { GRANULARITIES, GRANULARITY_SECONDS, type Granularity } from '../model/time-bucket.js';
 import { CounterDatabase } from '../sql/counter.database.js';
 import { WINDOW_MESSAGES } from './window.messages.js';
+import { oldestKeptStart } from './window.plan.js';
 
 /** How often an instance prunes buckets, at most. */
 const PRUNE_INTERVAL_MS = 5 * 60_000;
@@ -110,9 +111,8 @@ export class RollingUpkeep {
 
   /** The start before which buckets of `granularity` go: `starts` are the stored windows' (see `prune`). */
   private prunedBefore(granularity: Granularity, nowMs: number, starts: Map<string, number>): number {
-    const length = GRANULARITY_SECONDS[granularity];
-    const keptFrom = Math.ceil((nowMs - this.options.bucketRetentionMs[granularity]) / 1_000 / length) * length;
-    let before = keptFrom - length;
+    const keptFrom = oldestKeptStart(granularity, this.options.bucketRetentionMs[granularity], nowMs);
+    let before = keptFrom - GRANULARITY_SECONDS[granularity];
     for (const { entity, field, window } of this.rollingWindows()) {
       if (field.windows[0] !== granularity) continue;
       const start = starts.get(`${entity.key} ${field.name} ${window.name}`);

@@ -48,8 +48,7 @@ export function checkRetention(
   nowMs: number,
 ): void {
   for (const { granularity, from } of ranges) {
-    const length = GRANULARITY_SECONDS[granularity];
-    const keptFrom = Math.ceil((nowMs - retentionMs[granularity]) / 1_000 / length) * length;
+    const keptFrom = oldestKeptStart(granularity, retentionMs[granularity], nowMs);
     if (from >= keptFrom) continue;
     const hint =
       granularity === 'hour' && ranges.some((range) => range.granularity === 'day')
@@ -62,6 +61,15 @@ export function checkRetention(
       WINDOW_MESSAGES.beyondRetention(granularity, retentionMs[granularity], keptSince, hint),
     );
   }
+}
+
+/**
+ * The oldest start (Unix seconds) a bucket of `granularity` may have in a window at `nowMs`: the first
+ * bucket that starts `retentionMs` ago or later. Pruning keeps one bucket more (RollingUpkeep).
+ */
+export function oldestKeptStart(granularity: Granularity, retentionMs: number, nowMs: number): number {
+  const length = GRANULARITY_SECONDS[granularity];
+  return Math.ceil((nowMs - retentionMs) / 1_000 / length) * length;
 }
 
 /** The starts (Unix seconds) of the buckets of `range`, in order. */
