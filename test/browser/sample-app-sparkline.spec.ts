@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { CounterService } from '../../lib/index.js';
 import { Solution } from '../../sample-app/src/solutions/solution.entity.js';
 import { chromiumAvailable } from '../support/chromium.js';
+import { HOUR_MS, hourOf, insideOneHour } from '../support/one-hour.js';
 import { usePageHarness } from './page-harness.js';
 
 // The page's globals, as the callbacks run in Chromium use them: the project compiles without the DOM lib.
@@ -16,18 +17,10 @@ declare const document: {
   getElementById(id: string): PageNode | null;
 };
 
-const HOUR_MS = 3_600_000;
-
 /** A bucket as the sparkline's bars carry it, and as the route and `series` give it. */
 interface Hour {
   start: string;
   value: number;
-}
-
-/** Waits for the next hour when it starts within `marginMs`, so that the test's views fall in one hour. */
-async function insideOneHour(marginMs: number): Promise<void> {
-  const untilNextHour = HOUR_MS - (Date.now() % HOUR_MS);
-  if (untilNextHour < marginMs) await new Promise((resolve) => setTimeout(resolve, untilNextHour + 50));
 }
 
 // The inspector's sparkline of a solution's views per hour, in headless Chromium: live from
@@ -77,7 +70,7 @@ describe.skipIf(!chromiumAvailable())("the sample app's views-per-hour sparkline
     await page.click('#flush-toggle');
     await page.waitForFunction(() => document.getElementById('flush-schedule')?.textContent === 'paused');
     await insideOneHour(60_000);
-    const hour = Math.floor(Date.now() / HOUR_MS) * HOUR_MS;
+    const hour = hourOf(Date.now());
 
     // Three views: picking the solution, then opening it twice by its title. None reaches SQL while paused.
     await page.select('#inspect-solution', '2');

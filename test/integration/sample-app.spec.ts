@@ -14,6 +14,7 @@ import { createTestDatabase, DATABASES, type DatabaseName } from '../../support/
 import { setEnvironment } from '../../support/environment.js';
 import { flushEverything } from '../support/flush-everything.js';
 import { deleteKeys, REDIS_URL, testRedis, uniquePrefix } from '../../support/redis.js';
+import { HOUR_MS, hourOf, insideOneHour } from '../support/one-hour.js';
 
 /** A database of its own for the sample app, named by the DATABASE_URL the app reads. */
 interface SampleDatabase {
@@ -57,17 +58,6 @@ interface SolutionBody {
   id: number;
   likeCount: number;
   viewCount: number;
-}
-
-const HOUR_MS = 3_600_000;
-
-/** The start of the hour `ms` falls in. */
-const hourOf = (ms: number) => Math.floor(ms / HOUR_MS) * HOUR_MS;
-
-/** Waits for the next hour when it starts within `marginMs`, so that what a test does next falls in one hour. */
-async function insideOneHour(marginMs: number): Promise<void> {
-  const untilNextHour = hourOf(Date.now()) + HOUR_MS - Date.now();
-  if (untilNextHour < marginMs) await new Promise((resolve) => setTimeout(resolve, untilNextHour + 50));
 }
 
 interface LikeBody {
