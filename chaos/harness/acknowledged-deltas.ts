@@ -33,6 +33,34 @@ export function outcomeOfFailure(error: unknown): Exclude<IncrementOutcome, 'ack
   throw error;
 }
 
+/**
+ * Runs `attempt` on a live instance of `workers()` picked by `random`, and again after each failure (a
+ * short pause, then any live instance), until one attempt resolves or `deadlineMs` passes: how a keyed
+ * change is retried with its key. `failed` is told of each failed attempt. Whether one resolved.
+ */
+export async function retryOnLiveWorkers(
+  workers: () => ChaosWorker[],
+  random: () => number,
+  deadlineMs: number,
+  attempt: (worker: ChaosWorker) => Promise<unknown>,
+  failed: (error: unknown) => void,
+): Promise<boolean> {
+  const giveUpAt = Date.now() + deadlineMs;
+  while (Date.now() < giveUpAt) {
+    const live = workers().filter((worker) => worker.alive);
+    if (live.length > 0) {
+      try {
+        await attempt(live[Math.floor(random() * live.length)]);
+        return true;
+      } catch (error) {
+        failed(error);
+      }
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  return false;
+}
+
 export class AcknowledgedDeltas {
   private readonly acknowledgedByTarget = new Map<string, number>();
   private readonly uncertainByTarget = new Map<string, number>();
@@ -74,23 +102,21 @@ export class AcknowledgedDeltas {
     deadlineMs = 60_000,
   ): Promise<IncrementOutcome> {
     if (!Number.isSafeInteger(by) || by <= 0) throw new Error(`chaos load uses positive deltas only; got ${by}`);
-    const giveUpAt = Date.now() + deadlineMs;
-    while (Date.now() < giveUpAt) {
-      const live = workers().filter((worker) => worker.alive);
-      if (live.length > 0) {
-        const worker = live[Math.floor(random() * live.length)];
-        try {
-          await worker.increment(target.entity, target.id, target.counter, by, idempotencyKey);
-          this.attempts.acknowledged++;
-          this.add(this.acknowledgedByTarget, target, by);
-          this.calls.acknowledged++;
-          return 'acknowledged';
-        } catch (error) {
-          this.attempts[outcomeOfFailure(error)]++;
-          this.noteError(error as Error);
-        }
-      }
-      await new Promise((resolve) => setTimeout(resolve, 20));
+    const resolved = await retryOnLiveWorkers(
+      workers,
+      random,
+      deadlineMs,
+      (worker) => worker.increment(target.entity, target.id, target.counter, by, idempotencyKey),
+      (error) => {
+        this.attempts[outcomeOfFailure(error)]++;
+        this.noteError(error as Error);
+      },
+    );
+    if (resolved) {
+      this.attempts.acknowledged++;
+      this.add(this.acknowledgedByTarget, target, by);
+      this.calls.acknowledged++;
+      return 'acknowledged';
     }
     this.add(this.uncertainByTarget, target, by);
     this.calls.uncertain++;

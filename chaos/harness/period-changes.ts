@@ -5,7 +5,7 @@
 // never killed) and compares each bucket exactly. An unkeyed change goes to one instance, again while it
 // is refused; a keyed one is sent again with its key, through any live instance, after each failed
 // attempt until one resolves.
-import { outcomeOfFailure, type IncrementOutcome } from './acknowledged-deltas.js';
+import { outcomeOfFailure, retryOnLiveWorkers, type IncrementOutcome } from './acknowledged-deltas.js';
 import type { ChaosWorker } from './chaos-worker.js';
 import type { CountedEntityName } from '../worker/worker-protocol.js';
 
@@ -70,22 +70,20 @@ export class PeriodChanges {
     deadlineMs = 60_000,
   ): Promise<IncrementOutcome> {
     this.keyedChanges++;
-    const giveUpAt = Date.now() + deadlineMs;
-    while (Date.now() < giveUpAt) {
-      const live = workers().filter((worker) => worker.alive);
-      if (live.length > 0) {
-        const worker = live[Math.floor(random() * live.length)];
-        try {
-          await worker.increment(this.entity, rowId, this.counter, delta, idempotencyKey);
-          this.attempts.acknowledged++;
-          this.acknowledge(rowId, delta, period);
-          return 'acknowledged';
-        } catch (error) {
-          this.attempts[outcomeOfFailure(error)]++;
-          this.noteError(error as Error);
-        }
-      }
-      await pause();
+    const resolved = await retryOnLiveWorkers(
+      workers,
+      random,
+      deadlineMs,
+      (worker) => worker.increment(this.entity, rowId, this.counter, delta, idempotencyKey),
+      (error) => {
+        this.attempts[outcomeOfFailure(error)]++;
+        this.noteError(error as Error);
+      },
+    );
+    if (resolved) {
+      this.attempts.acknowledged++;
+      this.acknowledge(rowId, delta, period);
+      return 'acknowledged';
     }
     this.uncertain += Math.abs(delta);
     this.calls.uncertain++;
