@@ -1,12 +1,5 @@
 import { DEFAULT_FLUSH_BATCH_SIZE } from '../counter.constants.js';
 import {
-  bucketColumns,
-  bucketSumParams,
-  bucketSumsSelect,
-  sumColumns,
-  sumParams,
-  bucketParams,
-  bucketTuples,
   currentValue,
   driverErrorOf,
   rowParams,
@@ -16,6 +9,15 @@ import {
   type DeltaTarget,
   type Statement,
 } from './counter-dialect.js';
+import {
+  bucketColumns,
+  bucketParams,
+  bucketSumParams,
+  bucketSumsSelect,
+  bucketTuples,
+  sumColumns,
+  sumParams,
+} from './bucket-statements.js';
 import type { DeltaRows } from '../model/delta-batch.js';
 import type { BucketRows, BucketTable, RollingTables } from './counter-dialect.js';
 

@@ -1,10 +1,5 @@
 import { DEFAULT_FLUSH_BATCH_SIZE } from '../counter.constants.js';
 import {
-  bucketColumns,
-  bucketKey,
-  bucketSumParams,
-  bucketSumsSelect,
-  sumColumns,
   currentValue,
   driverErrorOf,
   fixedIntegerRange,
@@ -13,6 +8,7 @@ import {
   type DeltaTarget,
   type Statement,
 } from './counter-dialect.js';
+import { bucketColumns, bucketPrimaryKey, bucketSumParams, bucketSumsSelect, sumColumns } from './bucket-statements.js';
 import type { DeltaRows } from '../model/delta-batch.js';
 
 const UNIQUE_VIOLATION = '23505';
@@ -69,7 +65,7 @@ export const postgresDialect: CounterDialect = {
         `INSERT INTO ${table.table} AS b (${bucketColumns(table).join(', ')}) ` +
         `SELECT $1::text, c, r, g, s, v ` +
         `FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[]) AS u(c, r, g, s, v) ` +
-        `ON CONFLICT (${bucketKey(table)}) DO UPDATE SET ${value} = b.${value} + EXCLUDED.${value}`,
+        `ON CONFLICT (${bucketPrimaryKey(table)}) DO UPDATE SET ${value} = b.${value} + EXCLUDED.${value}`,
       params: [
         buckets.entity,
         buckets.counters.slice(from, to),
@@ -83,7 +79,7 @@ export const postgresDialect: CounterDialect = {
 
   pruneBuckets(table, granularity, before, limit) {
     // DELETE takes no LIMIT: the rows go by primary key, from a SELECT that takes one.
-    const key = bucketKey(table);
+    const key = bucketPrimaryKey(table);
     return {
       sql:
         `DELETE FROM ${table.table} WHERE (${key}) IN (SELECT ${key} FROM ${table.table} ` +

@@ -1,12 +1,4 @@
 import {
-  bucketColumns,
-  bucketKey,
-  bucketSumParams,
-  bucketSumsSelect,
-  sumColumns,
-  sumParams,
-  bucketParams,
-  bucketTuples,
   currentValue,
   driverErrorOf,
   rowParams,
@@ -15,6 +7,16 @@ import {
   type DeltaTarget,
   type Statement,
 } from './counter-dialect.js';
+import {
+  bucketColumns,
+  bucketParams,
+  bucketPrimaryKey,
+  bucketSumParams,
+  bucketSumsSelect,
+  bucketTuples,
+  sumColumns,
+  sumParams,
+} from './bucket-statements.js';
 import type { DeltaRows } from '../model/delta-batch.js';
 
 const DUPLICATE = new Set(['SQLITE_CONSTRAINT_PRIMARYKEY', 'SQLITE_CONSTRAINT_UNIQUE']);
@@ -128,7 +130,8 @@ function bucketStatementText(table: BucketTable): string {
     sql =
       `INSERT INTO ${table.table} (${bucketColumns(table).join(', ')}) ` +
       `SELECT * FROM (VALUES ${bucketTuples(STATEMENT_ROWS)}) WHERE column1 IS NOT NULL ` +
-      `ON CONFLICT (${bucketKey(table)}) DO UPDATE SET ${table.value} = ${table.value} + excluded.${table.value}`;
+      `ON CONFLICT (${bucketPrimaryKey(table)}) ` +
+      `DO UPDATE SET ${table.value} = ${table.value} + excluded.${table.value}`;
     bucketStatements.set(table.table, sql);
   }
   return sql;
