@@ -45,8 +45,14 @@ const SHARDS = 16;
 const WARMUP_MS = 600;
 /** Load and flushing after the new master took over. */
 const AFTER_MS = 1_000;
-/** How long the replica of case (c) stops applying its master's stream: past the claim and the kill. */
-const REPLICA_PAUSE_MS = 4_000;
+/**
+ * How long the replica of case (c) stops applying its master's stream: past the claim and the kill. The
+ * flush before the kill queues one WAIT (up to half the 1 s command timeout) per shard of the victim on
+ * its one connection to it: five or six shards, near 4 s on a loaded machine; this is twice that. A
+ * CLIENT PAUSE cannot be lifted early (with ALL it blocks its own CLIENT UNPAUSE), and a SIGSTOPped
+ * replica would still read the stream from its socket once it goes on.
+ */
+const REPLICA_PAUSE_MS = 8_000;
 const CLUSTER_COUNTER = { redis: { clusterNodes: CLUSTER_NODES }, shards: SHARDS };
 
 const SCRIPT = new URL('../../scripts/redis-cluster.sh', import.meta.url).pathname;
@@ -299,6 +305,7 @@ describe.each(CHAOS_DATABASES)('scenario 6: Redis Cluster failover under load, o
       incrementsOnVictimWhilePaused: whilePaused.length,
       failedOnVictimWhilePaused: whilePaused.filter((i) => i.outcome !== 'acknowledged').length,
       killedWhileReplicaPaused: killedAt < pausedAt + REPLICA_PAUSE_MS,
+      pausedToKilledMs: killedAt - pausedAt,
       failoverMs: promotedAt - killedAt,
       lossBound: sum(bound),
       claimedBatchesInLedgerAfter: claimedInLedgerAfter.length,
