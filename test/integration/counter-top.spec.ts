@@ -9,6 +9,9 @@ import { RankedPost, RankedTopic, ROLLING_ENTITIES } from '../fixtures/rolling-e
 import { useCounterSuite } from '../support/counter-suite.js';
 import { awayFromHourEdge, clearWindowTables, DAY, HOUR, storedStarts } from '../support/rolling-tables.js';
 import { TARGETS } from '../support/topologies.js';
+import { startCounterApp } from '../support/counter-app.js';
+import { REDIS_URL } from '../../support/redis.js';
+import { TcpProxy } from '../../support/tcp-proxy.js';
 
 const HOUR_MS = HOUR * 1_000;
 const DAY_MS = DAY * 1_000;
@@ -239,6 +242,38 @@ describe.each(TARGETS)('top on %s, %s', (database, topology) => {
       ranked(base),
     );
     expect((await storedStarts(dataSource))['view_count 24h']).toBe(starts['view_count 24h']);
+  });
+
+  it.runIf(topology === 'standalone')('answers as of the last flush while Redis is unreachable', async () => {
+    await awayFromHourEdge();
+    await clearRolling();
+    const base = await changePosts();
+    await flush();
+    await counters().increment(RankedPost, base + 8, 'view_count', 100);
+    const redisUrl = new URL(REDIS_URL);
+    const proxy = await TcpProxy.start({ host: redisUrl.hostname, port: Number(redisUrl.port || 6379) });
+    const other = await startCounterApp({
+      database: suite.database.options,
+      keyPrefix: suite.prefix,
+      synchronize: false,
+      entities: ROLLING_ENTITIES,
+      counter: { redis: proxy.url, bucketRetentionMs: { hour: 8 * DAY_MS }, flushOnShutdown: false },
+    });
+    try {
+      const since = Date.now() - 24 * HOUR_MS;
+      const live = [{ id: base + 8, value: 101 }, ...ranked(base, 2)];
+      expect(await other.counters.top(RankedPost, 'view_count', { since, limit: 3 })).toEqual(live);
+      proxy.setMode('reset');
+      expect(await other.counters.top(RankedPost, 'view_count', { since, limit: 3 })).toEqual(ranked(base, 3));
+      expect(await other.counters.top(RankedPost, 'view_count', { since, until: Date.now(), limit: 3 })).toEqual(
+        ranked(base, 3),
+      );
+      expect(await counters().top(RankedPost, 'view_count', { since, limit: 3 })).toEqual(live);
+    } finally {
+      await other.close();
+      await proxy.close();
+    }
+    await flush();
   });
 
   it('gives string ids as text, and integer ids as numbers', async () => {
