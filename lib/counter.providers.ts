@@ -12,6 +12,7 @@ import { CounterStore } from './redis/counter.store.js';
 import { EvictionPolicyCheck } from './redis/eviction-policy.check.js';
 import { FlushStore } from './redis/flush.store.js';
 import { BucketStore } from './redis/bucket.store.js';
+import { BucketScanStore } from './redis/bucket-scan.store.js';
 import { IncrementBatcher } from './redis/increment.batcher.js';
 import { ScriptRunner } from './redis/script.runner.js';
 import { CountedRowsQuery } from './sql/counted-rows.query.js';
@@ -75,6 +76,11 @@ export const COUNTER_FACTORY_PROVIDERS: Provider[] = [
   {
     provide: BucketStore,
     useFactory: (runner: ScriptRunner) => new BucketStore(runner),
+    inject: [ScriptRunner],
+  },
+  {
+    provide: BucketScanStore,
+    useFactory: (runner: ScriptRunner) => new BucketScanStore(runner),
     inject: [ScriptRunner],
   },
   {

@@ -2,6 +2,7 @@ import type { RedisClient } from './counter-redis.handle.js';
 import { loadLua } from './scripts/lua.loader.js';
 import { ACK_LUA } from './scripts/ack.lua.js';
 import { BUCKET_READ_LUA } from './scripts/bucket-read.lua.js';
+import { BUCKET_SCAN_LUA } from './scripts/bucket-scan.lua.js';
 import { CLAIM_LUA } from './scripts/claim.lua.js';
 import { FORGET_LUA } from './scripts/forget.lua.js';
 import { GIVE_BACK_LUA } from './scripts/give-back.lua.js';
@@ -40,6 +41,7 @@ export const COUNTER_SCRIPTS = {
   nestjsCounterRepairTake: loadLua(REPAIR_TAKE_LUA),
   nestjsCounterRepairSave: loadLua(REPAIR_SAVE_LUA),
   nestjsCounterBucketRead: loadLua(BUCKET_READ_LUA),
+  nestjsCounterBucketScan: loadLua(BUCKET_SCAN_LUA),
 } as const;
 
 /**

@@ -139,6 +139,8 @@ export interface CounterDialect {
   ): Statement;
   /** An expression that orders integer ids kept as text (`text`) as numbers. */
   integerOrder(text: string): string;
+  /** An expression that orders text (`text`) by its code points, as UTF-8 bytes compare, whatever the collation. */
+  binaryOrder(text: string): string;
   /**
    * For a family of servers that take different statement shapes (MySQL and MariaDB): the dialect for
    * the server the data source reaches, from its `SELECT VERSION()`. Absent: this dialect fits all.

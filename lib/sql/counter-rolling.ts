@@ -206,7 +206,8 @@ export class CounterRolling {
     );
   }
 
-  private tables(): RollingTables {
+  /** The tables' names and columns, quoted. */
+  tables(): RollingTables {
     if (this.rollingTables) return this.rollingTables;
     const driver = this.dataSource.driver;
     const windows = this.dataSource.getMetadata(CounterRollingWindow);

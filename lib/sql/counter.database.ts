@@ -12,6 +12,7 @@ import type { BucketRange, Granularity } from '../model/time-bucket.js';
 import { CounterBuckets, type StoredBuckets } from './counter.buckets.js';
 import { CounterLedger } from './counter.ledger.js';
 import { CounterRolling } from './counter-rolling.js';
+import { CounterTopQuery } from './counter-top.query.js';
 import { dialectFor } from './dialect-for.js';
 import { onPrimary } from './on-primary.js';
 import { readFailure } from './read-failure.js';
@@ -50,6 +51,8 @@ export class CounterDatabase {
   readonly buckets: CounterBuckets;
   /** The rolling windows' tables, for the same. */
   readonly rolling: CounterRolling;
+  /** The database's side of a live `top`. */
+  readonly top: CounterTopQuery;
   /** When this instance last pruned the ledger (0: not yet, so its first flush that goes well does). */
   private lastPrunedAt = 0;
   private readonly logger = new Logger('CounterFlush');
@@ -64,6 +67,7 @@ export class CounterDatabase {
     this.ledger = new CounterLedger(dataSource, this.dialect);
     this.buckets = new CounterBuckets(dataSource, this.dialect, this.ledger);
     this.rolling = new CounterRolling(dataSource, this.dialect);
+    this.top = new CounterTopQuery(dataSource, this.dialect, this.ledger, this.buckets, this.rolling);
   }
 
   /** Counter values of the rows that exist, by id as the database returns it. */

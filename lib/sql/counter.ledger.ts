@@ -64,6 +64,16 @@ export class CounterLedger {
   }
 
   /**
+   * `SELECT <columns>` giving one row per batch the ledger holds among those whose ids are parameters
+   * `positions`; `columns` names the batch id column as it is given.
+   */
+  selectRecordedAmong(columns: (batchIdColumn: string) => string, positions: number[]): string {
+    const column = this.column('batchId');
+    const ids = positions.map((position) => this.dialect.placeholder(position)).join(', ');
+    return `SELECT ${columns(column)} FROM ${this.table()} WHERE ${column} IN (${ids})`;
+  }
+
+  /**
    * The shards of `entityKey` with a batch in the ledger whose id starts with `batchIdPrefix` (a hex
    * deployment tag, see BatchIds), pruned rows aside: the shards that deployment ever flushed.
    */

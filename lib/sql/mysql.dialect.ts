@@ -73,6 +73,7 @@ export const mysqlDialect: CounterDialect = {
     params: bucketSumParams(key, granularity, range),
   }),
   integerOrder: (text) => `CAST(${text} AS DECIMAL(20))`,
+  binaryOrder: (text) => `CAST(${text} AS BINARY)`,
   forServer: (version) => {
     if (isMariaDbWithValues(version)) return mariadbDialect;
     return takesRowAlias(version) ? mysqlDialect : valuesFunctionDialect;

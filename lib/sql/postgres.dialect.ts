@@ -129,6 +129,7 @@ export const postgresDialect: CounterDialect = {
   },
 
   integerOrder: (text) => `CAST(${text} AS numeric)`,
+  binaryOrder: (text) => `${text} COLLATE "C"`,
 
   isDuplicateKey: (error) => driverErrorOf(error).code === UNIQUE_VIOLATION,
   isTransient: (error) => TRANSIENT.has(driverErrorOf(error).code ?? ''),

@@ -109,6 +109,8 @@ export const sqliteDialect: CounterDialect = {
   },
 
   integerOrder: (text) => `CAST(${text} AS INTEGER)`,
+  // Text compares by its bytes unless a column declares another collation, which CounterBucket does not.
+  binaryOrder: (text) => text,
 
   isDuplicateKey: (error) => DUPLICATE.has(String(driverErrorOf(error).code)),
   isTransient: (error) => String(driverErrorOf(error).code ?? '').startsWith('SQLITE_BUSY'),

@@ -1,6 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { COUNTER_OPTIONS } from '../counter.constants.js';
 import { CounterRegistry } from '../counter.registry.js';
+import { CounterSeedContentionError } from '../exceptions/counter-seed-contention.error.js';
+import { CounterStoreUnavailableError } from '../exceptions/counter-store-unavailable.error.js';
 import { InvalidCounterOptionError } from '../exceptions/invalid-counter-option.error.js';
 import type { EntityClass } from '../interfaces/entity-class.interface.js';
 import type { CounterTopRow, CounterTopWindow } from '../interfaces/counter-window.interface.js';
@@ -8,24 +10,38 @@ import type { ResolvedCounterOptions } from '../interfaces/resolved-counter-opti
 import type { CountedEntity, CounterField } from '../model/counted-entity.js';
 import { rollingFrom, type RollingWindow } from '../model/rolling-window.js';
 import { toRowId } from '../model/row-id.js';
+import type { BucketRange } from '../model/time-bucket.js';
+import { BucketScanStore, type BucketScanTarget } from '../redis/bucket-scan.store.js';
+import { CounterKeys } from '../redis/counter.keys.js';
+import { SeedRetry } from '../seed.retry.js';
 import type { RankedRow } from '../sql/counter-rolling.js';
+import { compareRanked, type RankedSource, type StoredTop } from '../sql/counter-top.query.js';
 import { CounterDatabase } from '../sql/counter.database.js';
 import { RollingUpkeep } from './rolling.upkeep.js';
+import { readVersions, readWaitingChanges, type WaitingChanges } from './waiting-changes.reader.js';
 import { WINDOW_MESSAGES } from './window.messages.js';
 import { checkRetention, coveringRanges, windowBounds } from './window.plan.js';
 
 /** The most rows `top` gives. */
 const MOST_ROWS = 1_000;
 
+/** A ranking's flushed values, and for a rolling window the start its sums must have. */
+type RankingPlan = { source: RankedSource; rolling?: { window: RollingWindow; from: number } };
+
 /**
- * The rows of a windowed counter with the highest net change over a window, as of the last flush. A
- * window up to now that is one of the counter's rolling windows reads their sums by index; any other
- * adds up buckets.
+ * The rows of a windowed counter with the highest net change over a window, live: the database's values
+ * plus the changes of the counter's finest buckets in the window that still wait in Redis, in every shard
+ * of the entity. A window up to now that is one of the counter's rolling windows reads their sums by
+ * index; any other adds up buckets. Redis and the database are read apart, so as `count` does, the read
+ * of Redis comes with each shard's version, the database tells in the same statement which batches in
+ * flight it has, and Redis is asked again afterwards; if a shard moved, the read starts over.
  */
 @Injectable()
 export class CounterTop {
   constructor(
     private readonly registry: CounterRegistry,
+    private readonly keys: CounterKeys,
+    private readonly store: BucketScanStore,
     private readonly database: CounterDatabase,
     private readonly upkeep: RollingUpkeep,
     @Inject(COUNTER_OPTIONS) private readonly options: ResolvedCounterOptions,
@@ -47,42 +63,114 @@ export class CounterTop {
       window.until === undefined
         ? field.rolling.find((declared) => rollingFrom(declared, field.windows[0], now) === bounds.from)
         : undefined;
-    const ranked = rolling && (await this.fromRollingSums(counted, field, rolling, bounds.from, limit, now));
-    if (ranked) return ranked.map((row) => this.topRow(counted, row));
+    let plan: RankingPlan = rolling
+      ? {
+          source: { kind: 'rolling', key: { entity: counted.key, counter: field.name, window: rolling.name } },
+          rolling: { window: rolling, from: bounds.from },
+        }
+      : this.summed(field, bounds, now);
+    const shards = this.keys.shardsOf(counted.key);
+    const retry = new SeedRetry();
+    for (;;) {
+      // A rolling window's sums count every bucket from its start on.
+      const to = plan.rolling ? Number.MAX_SAFE_INTEGER : bounds.to;
+      const target: BucketScanTarget = { counter: field.name, granularity: field.windows[0], from: bounds.from, to };
+      const waiting = await this.unlessUnavailable(() =>
+        readWaitingChanges(this.store, this.keys, counted, shards, target),
+      );
+      if (waiting !== 'moved') {
+        const candidates = waiting ? [...waiting.rows.keys()] : [];
+        const count = limit + candidates.length;
+        const stored = await this.stored(counted, field, plan, count, candidates, waiting?.batchIds ?? [], now);
+        if (!stored) {
+          // The rolling window has no sums yet, or moved on meanwhile: the buckets answer.
+          plan = this.summed(field, bounds, now);
+          continue;
+        }
+        // With Redis unreachable, the database's values: as of the last flush, as `count` answers then.
+        if (!waiting) return this.rows(counted, stored.ranked.slice(0, limit));
+        const after = await this.unlessUnavailable(() => readVersions(this.store, shards, target));
+        if (!after) return this.rows(counted, stored.ranked.slice(0, limit));
+        if (after.every((version, shard) => version === waiting.versions[shard])) {
+          return this.rows(counted, merged(counted, stored, waiting, limit));
+        }
+      }
+      if (!(await retry.next())) {
+        throw new CounterSeedContentionError(WINDOW_MESSAGES.topContended(counted.name, field.name), {
+          entity: counted.name,
+        });
+      }
+    }
+  }
+
+  /** The plan that adds up buckets over `bounds`; throws when they reach back past those kept. */
+  private summed(field: CounterField, bounds: BucketRange, nowMs: number): RankingPlan {
     const ranges = coveringRanges(field.windows, bounds);
-    checkRetention(ranges, this.options.bucketRetentionMs, now);
-    const summed = await this.database.read(counted, 'ranking rows', () =>
-      this.database.buckets.top(counted, field, ranges, limit),
-    );
-    return summed.map((row) => this.topRow(counted, row));
+    checkRetention(ranges, this.options.bucketRetentionMs, nowMs);
+    return { source: { kind: 'buckets', counter: field, ranges } };
   }
 
   /**
-   * The rolling window's top rows once its start is `want` (moving it there first if behind); undefined
-   * when the window has no row yet (no flush since it was declared) or has moved past `want` meanwhile:
-   * the buckets then answer.
+   * What the database has of the ranking (see CounterTopQuery.read). For a rolling window, once its start
+   * is the plan's (moving it there first if behind); undefined when the window has no row yet (no flush
+   * since it was declared) or has moved past it meanwhile.
    */
-  private async fromRollingSums(
+  private stored(
     entity: CountedEntity,
     field: CounterField,
-    window: RollingWindow,
-    want: number,
-    limit: number,
+    plan: RankingPlan,
+    count: number,
+    candidates: string[],
+    batchIds: string[],
     nowMs: number,
-  ): Promise<RankedRow[] | undefined> {
-    const key = { entity: entity.key, counter: field.name, window: window.name };
-    const { rolling } = this.database;
+  ): Promise<StoredTop | undefined> {
+    const read = () => this.database.top.read(entity, plan.source, count, candidates, batchIds);
+    const { rolling } = plan;
+    if (!rolling || plan.source.kind !== 'rolling') return this.database.read(entity, 'ranking rows', read);
+    const key = plan.source.key;
+    const sums = this.database.rolling;
     return this.database.read(entity, 'ranking rows', async () => {
-      const before = await rolling.start(key);
+      const before = await sums.start(key);
       if (before === undefined) return undefined;
-      if (before < want) await this.upkeep.advanceWindow(entity, field, window, nowMs);
-      const rows = await rolling.top(entity, key, limit);
+      if (before < rolling.from) await this.upkeep.advanceWindow(entity, field, rolling.window, nowMs);
+      const stored = await read();
       // The start only moves on: the same after the read as the goal, it was so during the read too.
-      return (await rolling.start(key)) === want ? rows : undefined;
+      return (await sums.start(key)) === rolling.from ? stored : undefined;
     });
   }
 
-  private topRow(entity: CountedEntity, row: RankedRow): CounterTopRow {
-    return { id: toRowId(entity, row.rowId).sql, value: row.value };
+  /** `read`'s result; undefined when Redis is unreachable. */
+  private async unlessUnavailable<T>(read: () => Promise<T>): Promise<T | undefined> {
+    try {
+      return await read();
+    } catch (error) {
+      if (error instanceof CounterStoreUnavailableError) return undefined;
+      throw error;
+    }
   }
+
+  private rows(entity: CountedEntity, ranked: RankedRow[]): CounterTopRow[] {
+    return ranked.map((row) => ({ id: toRowId(entity, row.rowId).sql, value: row.value }));
+  }
+}
+
+/**
+ * The `limit` rows ranked highest once the waiting changes are added. A row without any keeps its
+ * flushed value, so those that can rank are among the `limit` highest of them, which the database's
+ * `limit + candidates` highest rows hold; each candidate counts its batch in flight only if the statement
+ * that read its value did not find that batch in the ledger (which would have counted it already).
+ */
+function merged(entity: CountedEntity, stored: StoredTop, waiting: WaitingChanges, limit: number): RankedRow[] {
+  const values = new Map<string, number>();
+  for (const row of stored.ranked) if (!waiting.rows.has(row.rowId)) values.set(row.rowId, row.value);
+  for (const [rowId, changes] of waiting.rows) {
+    const flushed = stored.candidates.get(rowId)!;
+    const inFlight = flushed.applied.has(changes.batchId) ? 0 : changes.inFlight;
+    values.set(rowId, flushed.value + changes.waiting + inFlight);
+  }
+  return [...values]
+    .map(([rowId, value]) => ({ rowId, value }))
+    .filter((row) => row.value > 0)
+    .sort(compareRanked(entity))
+    .slice(0, limit);
 }

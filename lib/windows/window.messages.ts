@@ -48,6 +48,8 @@ export const WINDOW_MESSAGES = {
   windowContended: (entity: string, id: string) =>
     `The window of ${entity} ${id} could not be read: flushes of its shard kept moving its changes. Retrying ` +
     `is safe.`,
+  topContended: (entity: string, counter: string) =>
+    `The top rows of ${entity}.${counter} could not be read: flushes kept moving its changes. Retrying is safe.`,
   hourEdgeHint: () => 'Start the window at midnight UTC to count it in days, or keep hours longer.',
   keepLongerHint: (granularity: string) => `Keep ${granularity}s longer, or ask for a shorter window.`,
 };

@@ -40,6 +40,7 @@ const LIBRARY_SCRIPTS = [
   'nestjsCounterRelease',
   'nestjsCounterRenew',
   'nestjsCounterBucketRead',
+  'nestjsCounterBucketScan',
 ];
 
 /**
@@ -283,8 +284,11 @@ describe.runIf(TOPOLOGIES.includes('cluster'))('hash slots of every command on a
     expect(await counters.increment(Post, 1, 'view_count', 3)).toBe(3);
     const lastDay = { since: Date.now() - 86_400_000 };
     expect(await counters.count(Post, 1, 'view_count', lastDay)).toBe(3);
+    // A top scans every shard of the entity for the counter's waiting changes, each in its own slot.
+    expect(await counters.top(Post, 'view_count', { ...lastDay, limit: 5 })).toEqual([{ id: 1, value: 3 }]);
     expect((await flush()).rows).toBe(1);
     expect(await counters.count(Post, 1, 'view_count', lastDay)).toBe(3);
+    expect(await counters.top(Post, 'view_count', { ...lastDay, limit: 5 })).toEqual([{ id: 1, value: 3 }]);
     // A loss of a shard's data with repairOnDataLoss: the claim that makes its generation key again
     // queues the repair, which is walked under the deployment's repair lease (repair keys of one slot).
     const repairing = await startCounterApp({

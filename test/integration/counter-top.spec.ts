@@ -1,9 +1,17 @@
 import { describe, expect, it } from 'vitest';
 import { CounterBucket, CounterRollingSum, CounterRollingWindow, InvalidCounterOptionError } from '../../lib/index.js';
+import { CounterRegistry } from '../../lib/counter.registry.js';
+import { toDeltaBatch } from '../../lib/flush/claimed-batch.js';
+import { CounterKeys } from '../../lib/redis/counter.keys.js';
+import { FlushStore } from '../../lib/redis/flush.store.js';
+import { CounterDatabase } from '../../lib/sql/counter.database.js';
 import { RankedPost, RankedTopic, ROLLING_ENTITIES } from '../fixtures/rolling-entities.js';
 import { useCounterSuite } from '../support/counter-suite.js';
 import { awayFromHourEdge, clearWindowTables, DAY, HOUR, storedStarts } from '../support/rolling-tables.js';
 import { TARGETS } from '../support/topologies.js';
+import { startCounterApp } from '../support/counter-app.js';
+import { REDIS_URL } from '../../support/redis.js';
+import { TcpProxy } from '../../support/tcp-proxy.js';
 
 const HOUR_MS = HOUR * 1_000;
 const DAY_MS = DAY * 1_000;
@@ -37,8 +45,9 @@ const RANKING = [
   { id: 8, value: 1 },
 ];
 
-// `top` ranks rows by a windowed counter's net change over a window, as of the last flush: by the sums
-// the flush keeps over a declared rolling window, by adding up buckets over any other, the two alike.
+// `top` ranks rows by a windowed counter's net change over a window, live: the database's values (the
+// sums the flush keeps over a declared rolling window, buckets added up over any other, the two alike)
+// plus the changes waiting in Redis, each counted once, before its flush and after it.
 describe.each(TARGETS)('top on %s, %s', (database, topology) => {
   const suite = useCounterSuite(
     { database, topology },
@@ -65,13 +74,14 @@ describe.each(TARGETS)('top on %s, %s', (database, topology) => {
     RANKING.slice(0, limit).map(({ id, value }) => ({ id: base + id, value }));
   const clearRolling = () => clearWindowTables(suite.counter.dataSource);
 
-  it('ranks the rows with the most changes over a rolling window, as of the last flush', async () => {
+  it('ranks the rows with the most changes live: the same before a flush and after it', async () => {
     await awayFromHourEdge();
     await clearRolling();
     const base = await changePosts();
     const since = Date.now() - 24 * HOUR_MS;
-    // Not flushed yet: nothing in the database.
-    expect(await counters().top(RankedPost, 'view_count', { since, limit: 100 })).toEqual([]);
+    // Not flushed yet: every change waits in Redis (and no rolling window exists: buckets answer).
+    expect(await counters().top(RankedPost, 'view_count', { since, limit: 100 })).toEqual(ranked(base));
+    expect(await counters().top(RankedPost, 'view_count', { since, limit: 4 })).toEqual(ranked(base, 4));
     await flush();
 
     expect(await counters().top(RankedPost, 'view_count', { since, limit: 100 })).toEqual(ranked(base));
@@ -85,17 +95,95 @@ describe.each(TARGETS)('top on %s, %s', (database, topology) => {
       'view_count 24h',
       'view_count 7d',
     ]);
-    // Changes after the flush wait for the next one.
+    // A change after the flush counts at once, and once more after its own flush.
     await counters().increment(RankedPost, base + 8, 'view_count', 100);
     expect((await counters().top(RankedPost, 'view_count', { since, limit: 1 }))[0]).toEqual({
-      id: base + 6,
-      value: 12,
+      id: base + 8,
+      value: 101,
     });
     await flush();
     expect((await counters().top(RankedPost, 'view_count', { since, limit: 1 }))[0]).toEqual({
       id: base + 8,
       value: 101,
     });
+  });
+
+  it('lets waiting changes move rows into the top and out of it, over rolling sums and buckets alike', async () => {
+    await awayFromHourEdge();
+    await clearRolling();
+    const base = await changePosts();
+    await flush();
+    const rolling = () => counters().top(RankedPost, 'view_count', { since: Date.now() - 24 * HOUR_MS, limit: 3 });
+    const summed = () =>
+      counters().top(RankedPost, 'view_count', { since: Date.now() - 24 * HOUR_MS, until: Date.now(), limit: 3 });
+    const both = async () => {
+      const fromSums = await rolling();
+      expect(await summed()).toEqual(fromSums);
+      return fromSums;
+    };
+    expect(await both()).toEqual(ranked(base, 3));
+    // Post 10 (2, far from the top) gets 8 more: 10 ranks second.
+    await counters().increment(RankedPost, base + 10, 'view_count', 8);
+    const entered = [
+      { id: base + 6, value: 12 },
+      { id: base + 10, value: 10 },
+      { id: base + 2, value: 9 },
+    ];
+    expect(await both()).toEqual(entered);
+    // Post 6 (12, first) loses 20: it leaves, and the next by its flushed value, 7 (9), comes in.
+    await counters().decrement(RankedPost, base + 6, 'view_count', 20);
+    const pushedOut = [
+      { id: base + 10, value: 10 },
+      { id: base + 2, value: 9 },
+      { id: base + 7, value: 9 },
+    ];
+    expect(await both()).toEqual(pushedOut);
+    await flush();
+    expect(await both()).toEqual(pushedOut);
+  });
+
+  it('counts a batch in flight once, whether the database has it yet or not', async () => {
+    await awayFromHourEdge();
+    await clearRolling();
+    const base = await changePosts();
+    await flush();
+    const id = base + 8;
+    await counters().increment(RankedPost, id, 'view_count', 20);
+    const app = suite.counter.app;
+    const posts = app.get(CounterRegistry).get(RankedPost);
+    const keys = app.get(CounterKeys);
+    const shard = keys.shard(posts.key, keys.shardOf(String(id)));
+    const store = app.get(FlushStore);
+    const claim = await store.claim(shard, {
+      counters: posts.scriptNames,
+      numericIds: true,
+      token: 'test',
+      leaseMs: 30_000,
+      batchId: `top-${id}`,
+      limit: 1_000,
+    });
+    if (claim.kind !== 'batch') throw new Error(`no batch claimed: ${claim.kind}`);
+    const expected = [
+      { id, value: 22 },
+      { id: base + 6, value: 12 },
+    ];
+    const top = async () => {
+      const since = Date.now() - 24 * HOUR_MS;
+      const fromSums = await counters().top(RankedPost, 'view_count', { since, limit: 2 });
+      expect(await counters().top(RankedPost, 'view_count', { since, until: Date.now(), limit: 2 })).toEqual(fromSums);
+      return fromSums;
+    };
+    // Claimed, not written: in Redis's batch only; and one more change pending.
+    await counters().increment(RankedPost, id, 'view_count', 1);
+    expect(await top()).toEqual(expected);
+    // Written, not acknowledged: in the database and still in Redis's batch.
+    const { batch } = toDeltaBatch(keys, posts, shard.shard, claim.batchId, claim.rows);
+    expect(await app.get(CounterDatabase).applyBatches([batch])).toMatchObject({ applied: true });
+    expect(await top()).toEqual(expected);
+    expect(await store.ack(shard, claim.batchId, 'test', true, posts.scriptNames, [])).toBe(true);
+    expect(await top()).toEqual(expected);
+    await flush();
+    expect(await top()).toEqual(expected);
   });
 
   it('ranks alike from the rolling sums and from the buckets over the same window', async () => {
@@ -154,6 +242,38 @@ describe.each(TARGETS)('top on %s, %s', (database, topology) => {
       ranked(base),
     );
     expect((await storedStarts(dataSource))['view_count 24h']).toBe(starts['view_count 24h']);
+  });
+
+  it.runIf(topology === 'standalone')('answers as of the last flush while Redis is unreachable', async () => {
+    await awayFromHourEdge();
+    await clearRolling();
+    const base = await changePosts();
+    await flush();
+    await counters().increment(RankedPost, base + 8, 'view_count', 100);
+    const redisUrl = new URL(REDIS_URL);
+    const proxy = await TcpProxy.start({ host: redisUrl.hostname, port: Number(redisUrl.port || 6379) });
+    const other = await startCounterApp({
+      database: suite.database.options,
+      keyPrefix: suite.prefix,
+      synchronize: false,
+      entities: ROLLING_ENTITIES,
+      counter: { redis: proxy.url, bucketRetentionMs: { hour: 8 * DAY_MS }, flushOnShutdown: false },
+    });
+    try {
+      const since = Date.now() - 24 * HOUR_MS;
+      const live = [{ id: base + 8, value: 101 }, ...ranked(base, 2)];
+      expect(await other.counters.top(RankedPost, 'view_count', { since, limit: 3 })).toEqual(live);
+      proxy.setMode('reset');
+      expect(await other.counters.top(RankedPost, 'view_count', { since, limit: 3 })).toEqual(ranked(base, 3));
+      expect(await other.counters.top(RankedPost, 'view_count', { since, until: Date.now(), limit: 3 })).toEqual(
+        ranked(base, 3),
+      );
+      expect(await counters().top(RankedPost, 'view_count', { since, limit: 3 })).toEqual(live);
+    } finally {
+      await other.close();
+      await proxy.close();
+    }
+    await flush();
   });
 
   it('gives string ids as text, and integer ids as numbers', async () => {
