@@ -13,6 +13,7 @@ import { restoreKeys, snapshotKeys, type RedisSnapshot } from '../harness/redis-
 import { STATEMENT_TIMING_OPTIONS, StatementLog } from '../harness/statement-log.js';
 import { benchPrefix, deleteKeys, REDIS_URL, RESP2 } from '../harness/redis-targets.js';
 import { WindowedBenchPost } from './windows.entities.js';
+import { measureTopOverLastDay, topOverLastDayNotes } from './windows-top.part.js';
 
 /** The two sides: the same shape, `view_count` plain or kept per hour and per day. */
 const SIDES = [
@@ -410,15 +411,6 @@ async function measureFlushes(
   });
 }
 
-/**
- * Part 3, not written yet: `top(…, { limit: 100 })` over the last 24 hours against the same ranking
- * computed from an events table (one row per change, `GROUP BY … ORDER BY … LIMIT 100`). Until it is
- * written it measures nothing and checks nothing.
- */
-async function measureTopOverLastDay(_context: BenchContext): Promise<{ rows: BenchRow[]; checks: TargetCheck[] }> {
-  return { rows: [], checks: [] };
-}
-
 export const windows: BenchScenario = {
   id: 9,
   slug: 'windows',
@@ -439,9 +431,12 @@ export const windows: BenchScenario = {
       library:
         "WindowedBenchPost, BenchPost's shape with `@Counted('view_count', { windows: ['hour', 'day'] })`: " +
         `\`increment(WindowedBenchPost, id, 'view_count')\` at concurrency ${INCREMENT_CONCURRENCY} (rows already in Redis, one of 10,000, spread, ` +
-        `scheduled flush off), and \`flush()\` of ${total.toLocaleString('en-US')} rows each changed once (a row, an hour and a day bucket each).`,
-      baseline: 'the same on BenchPost, whose `view_count` has no windows, in the same run and turns.',
-      unit: 'increments (first row), rows (flush rows)',
+        `scheduled flush off), and \`flush()\` of ${total.toLocaleString('en-US')} rows each changed once (a row, an hour and a day bucket each). ` +
+        "Last row: `top(TopBenchPost, 'view_count', { since: 24 h ago, limit: 100 })` with `rolling: ['24h']`, read from the rolling sums.",
+      baseline:
+        'the same on BenchPost, whose `view_count` has no windows, in the same run and turns. Last row: the same ranking from an events ' +
+        "table (one row per change): `SELECT row_id, COUNT(*) … WHERE at >= now() - interval '24 hours' GROUP BY row_id ORDER BY COUNT(*) DESC, row_id LIMIT 100`.",
+      unit: 'increments (first row), rows (flush rows), calls (top)',
       rows: [increments.row, ...flushes.map(({ row }) => row), ...top.rows],
       checks: [increments.check, ...flushes.map(({ check }) => check), ...top.checks],
       notes: [
@@ -454,7 +449,7 @@ export const windows: BenchScenario = {
           `Before each run after the first Redis gets that copy back (DUMP/RESTORE), and before each windowed run the bucket table is emptied, so every run writes ${(2 * total).toLocaleString('en-US')} new buckets. ` +
           "After each run every row and the buckets' sums per granularity are checked exactly. A first, untimed run of each side warms V8 up.",
         'SQL µs/row: the time of the flush\'s statements inside the TypeORM driver (its `Date.now()` timing), summed over connections, per row; "of it on buckets" is that of the statements on `counter_bucket`.',
-        'Part 3, `top(limit 100)` over the last 24 hours against an events table, is not measured yet (`measureTopOverLastDay`).',
+        ...topOverLastDayNotes(context),
       ],
     };
   },

@@ -22,3 +22,28 @@ export class WindowedBenchPost {
   @Column({ name: 'comment_count', type: 'int', default: 0 })
   commentCount!: number;
 }
+
+/**
+ * A post whose views are ranked over the last 24 hours: the `top` part of the windows scenario seeds it
+ * with a day of changes and reads its rolling sums.
+ */
+@Entity('bench_top_post')
+export class TopBenchPost {
+  @PrimaryColumn({ type: 'int' })
+  id!: number;
+
+  @Counted('view_count', { windows: ['hour', 'day'], rolling: ['24h'] })
+  @Column({ name: 'view_count', type: 'bigint', default: 0 })
+  viewCount!: number;
+}
+
+/** TopBenchPost's twin, changed through `increment` and `flush()` to check that the seeding writes the same. */
+@Entity('bench_top_sample')
+export class TopSamplePost {
+  @PrimaryColumn({ type: 'int' })
+  id!: number;
+
+  @Counted('view_count', { windows: ['hour', 'day'], rolling: ['24h'] })
+  @Column({ name: 'view_count', type: 'bigint', default: 0 })
+  viewCount!: number;
+}
