@@ -12,8 +12,11 @@ export interface WaitingBucketChange {
 
 /** The changes of a row's buckets that wait in a shard (see bucket-read.lua.ts). */
 export interface WaitingBucketChanges {
-  /** The shard's generation ('' if it has none): moved on by every acknowledged batch. */
-  generation: string;
+  /**
+   * The shard's generation, batch id and the batch's number of fields, one text: it moves with every
+   * step of a flush (a claim, an acknowledgement, a give-back of some of the batch's changes).
+   */
+  version: string;
   /** The shard's batch in flight ('' if none). */
   batchId: string;
   /** By bucket start, the buckets with a change. */
@@ -31,7 +34,7 @@ export class BucketStore {
 
   /**
    * The changes waiting in `shard` of the row's buckets of `counter` in `range`, with the shard's
-   * generation and batch id read at the same instant. Without a range, only those two.
+   * version read at the same instant. Without a range, only the version.
    */
   read(shard: ShardKeys, encodedId: string, counter: string, range?: BucketRange): Promise<WaitingBucketChanges> {
     const keys = [shard.generation, shard.batch, shard.pending, shard.unknown];
@@ -40,12 +43,13 @@ export class BucketStore {
       : ['', 1, 0, 0];
     return this.runner.sendInTurn(
       scriptCall('nestjsCounterBucketRead', shard.slot, keys, args, (reply) => {
-        const [generation, batchId, ...values] = reply as Array<string | number>;
+        const [generation, batchId, batchFields, ...values] = reply as Array<string | number>;
         const changes = new Map<number, WaitingBucketChange>();
         for (let at = 0; at < values.length; at += 3) {
           changes.set(Number(values[at]), { waiting: Number(values[at + 1]), inFlight: Number(values[at + 2]) });
         }
-        return { generation: String(generation), batchId: String(batchId), changes };
+        const version = `${String(generation)} ${String(batchId)} ${String(batchFields)}`;
+        return { version, batchId: String(batchId), changes };
       }),
     );
   }

@@ -20,9 +20,9 @@ import type { CounterBucketValue, CounterSeriesWindow, CounterWindow } from '../
 /**
  * Counts over time of windowed counters, live: the buckets the database has plus the changes of them
  * still in Redis. The two are read apart, so a flush may move changes from one to the other meanwhile:
- * the read of Redis comes with the shard's generation and batch id, the database tells in the same
- * statement whether it has that batch, and Redis is asked again afterwards; if either moved, the read
- * starts over.
+ * the read of Redis comes with the shard's version (generation, batch id, and the batch's size, which a
+ * give-back shrinks), the database tells in the same statement whether it has that batch, and Redis is
+ * asked again afterwards; if the version moved, the read starts over.
  */
 @Injectable()
 export class CounterWindows {
@@ -117,7 +117,7 @@ export class CounterWindows {
         throw error;
       });
       if (!after) return stored.values;
-      if (after.generation === before.generation && after.batchId === before.batchId) {
+      if (after.version === before.version) {
         const values = new Map(stored.values);
         for (const [start, { waiting, inFlight }] of before.changes) {
           const key = bucketKey(finest.granularity, start);

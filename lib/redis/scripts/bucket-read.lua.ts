@@ -8,7 +8,8 @@ moved any of them while it read the database.
 KEYS: the shard's generation, batch hash, pending hash and hash of unknown counters' changes; one slot.
 ARGV: the row's bucket fields' common start ('<encoded id> <counter>@<letter>', buckets.lua.ts), the
 buckets' length in seconds, the first bucket's start and the end of the last (Unix seconds).
-Returns {generation ('' if none), batch id ('' if none), then for each bucket with a change: its start,
+Returns {generation ('' if none), batch id ('' if none), the batch's number of fields (a give-back
+moves fields out of it under the same id), then for each bucket with a change: its start,
 its change pending or given back (give-back.lua.ts), its change in the batch in flight}. The pending
 and given-back changes are in no database; the batch's are once the ledger has its id.
 Cost: per hash, the fewer of its fields and the window's buckets, so a year of hours costs no more than
@@ -56,7 +57,7 @@ end
 add(pending, 1)
 add(unknown, 1)
 add(batch, 2)
-local out = { redis.call('GET', generation) or '', redis.call('HGET', batch, '#id') or '' }
+local out = { redis.call('GET', generation) or '', redis.call('HGET', batch, '#id') or '', redis.call('HLEN', batch) }
 for start, change in pairs(changes) do
   out[#out + 1] = start
   out[#out + 1] = change[1]
