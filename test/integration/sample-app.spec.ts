@@ -512,11 +512,9 @@ describe.each(DATABASES)('the sample app on %s', (databaseName) => {
       where: { entity: dataSource.getMetadata(Solution).tablePath, rowId: String(id) },
       order: { counter: 'ASC', granularity: 'ASC' },
     });
-    const day = Math.floor(hour / (24 * HOUR_MS)) * 24 * HOUR_MS;
+    // Hours only: the days of both counters are made of them.
     expect(buckets.map((row) => [row.counter, row.granularity, Number(row.start) * 1_000, Number(row.value)])).toEqual([
-      ['like_count', 'day', day, 1],
       ['like_count', 'hour', hour, 1],
-      ['view_count', 'day', day, 3],
       ['view_count', 'hour', hour, 3],
     ]);
 
