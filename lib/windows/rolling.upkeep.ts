@@ -68,7 +68,8 @@ export class RollingUpkeep {
   /**
    * Per windowed counter, PRUNE_BATCH buckets at a time, at most PRUNE_STATEMENTS times per granularity:
    * rolls its hour buckets up into its day buckets once their whole day is a day past the hours'
-   * retention (a window's hours at its edges are never in a day row, see `storedRanges`), or deletes
+   * retention (a window's hours at its edges are never in a day row, see `storedRanges`), those past the
+   * days' retention deleted instead, or deletes
    * those of its finest granularity that start before `keptFrom - length` (`keptFrom`: the oldest start
    * a window may have, see `checkRetention`; the bucket before it may still be read by a window that
    * began a moment ago), never those a rolling window still counts; then deletes its coarser buckets the
@@ -84,6 +85,11 @@ export class RollingUpkeep {
         const key = { entity: entity.key, counter: field.name };
         const before = this.prunedBefore(entity, field, finest, nowMs, starts);
         if (finest === 'hour' && coarser.includes('day')) {
+          // Hours whose day is past the days' retention go at once, rather than into a day pruned next.
+          const daysBefore = this.prunedBefore(entity, field, 'day', nowMs, starts);
+          deleted += await this.inBatches((limit) =>
+            this.database.pruneBuckets({ ...key, granularity: finest }, Math.min(daysBefore, before), limit),
+          );
           const rolledBefore = bucketStart('day', before) - GRANULARITY_SECONDS.day;
           deleted += await this.inBatches((limit) =>
             this.database.transaction('rolling hour buckets up', (runner, dialect) =>

@@ -14,9 +14,10 @@ import { startCounterApp, type CounterApp } from '../support/counter-app.js';
 const SHARDS = 8;
 const HOUR = 3_600;
 const DAY = 86_400;
-/** 2026-11-27 10:00:00 UTC, in Unix seconds. */
-const TEN_O_CLOCK = Date.UTC(2026, 10, 27, 10) / 1_000;
-const MIDNIGHT = Date.UTC(2026, 10, 28) / 1_000;
+/** The last UTC midnight, in Unix seconds: near the app's clock, so windows stay within the retention. */
+const MIDNIGHT = Math.floor(Date.now() / 1_000 / DAY) * DAY;
+/** 10:00:00 UTC the day before. */
+const TEN_O_CLOCK = MIDNIGHT - DAY + 10 * HOUR;
 
 // G11: a change of a windowed counter adds its delta to the bucket of its finest granularity that holds
 // the instant Redis's clock gives the change, in the same script call as the total: so a keyed retry adds
