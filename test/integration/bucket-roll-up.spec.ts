@@ -6,6 +6,7 @@ import { RollingUpkeep } from '../../lib/windows/rolling.upkeep.js';
 import { DATABASES } from '../../support/databases.js';
 import { RankedPost, RankedTopic, ROLLING_ENTITIES } from '../fixtures/rolling-entities.js';
 import { Channel, Post, WINDOWED_ENTITIES } from '../fixtures/windowed-entities.js';
+import { insideOneDay } from '../support/one-hour.js';
 import { useCounterSuite } from '../support/counter-suite.js';
 import { clearWindowTables, DAY, HOUR } from '../support/rolling-tables.js';
 
@@ -21,12 +22,6 @@ const NOW_MS = (NOV(20) + 10.5 * HOUR) * 1_000;
 
 /** A stored bucket: entity key, counter, row, granularity, start, value. */
 type Row = [entity: string, counter: string, rowId: string, granularity: Granularity, start: number, value: number];
-
-/** Waits, when the UTC day ends within `marginMs`, until it has: the days a test computes stay its days. */
-async function awayFromDayEdge(marginMs = 60_000): Promise<void> {
-  const left = DAY * 1_000 - (Date.now() % (DAY * 1_000));
-  if (left < marginMs) await new Promise((resolve) => setTimeout(resolve, left + 50));
-}
 
 // The upkeep rolls the hours of a counter that keeps hours and days up into its days, once their whole
 // day is a day past the hours kept and before every rolling window's start: each day row then holds the
@@ -187,7 +182,7 @@ describe.each(DATABASES)('rolling hours up into days on %s', (database) => {
   });
 
   it('answers count, series of days and top the same before and after a roll-up', async () => {
-    await awayFromDayEdge();
+    await insideOneDay(60_000);
     /** Today, 00:00 UTC: the upkeep rolls up the days before d0 - 9 days (hours are kept 8 days). */
     const d0 = Math.floor(Date.now() / 1_000 / DAY) * DAY;
     const d = (days: number, hours = 0) => d0 + days * DAY + hours * HOUR;

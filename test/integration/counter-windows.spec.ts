@@ -5,12 +5,8 @@ import {
   InvalidCounterOptionError,
   type CounterBucketValue,
 } from '../../lib/index.js';
-import { CounterRegistry } from '../../lib/counter.registry.js';
-import { toDeltaBatch } from '../../lib/flush/claimed-batch.js';
-import { CounterKeys } from '../../lib/redis/counter.keys.js';
-import { FlushStore } from '../../lib/redis/flush.store.js';
-import { CounterDatabase } from '../../lib/sql/counter.database.js';
 import { Post, Channel, WINDOWED_ENTITIES } from '../fixtures/windowed-entities.js';
+import { claimShardOf } from '../support/batch-in-flight.js';
 import { useCounterSuite } from '../support/counter-suite.js';
 import { TARGETS } from '../support/topologies.js';
 
@@ -76,29 +72,15 @@ describe.each(TARGETS)('counts over time on %s, %s', (database, topology) => {
   it('counts a batch in flight once, whether the database has it yet or not', async () => {
     const id = await newPost();
     await counters().increment(Post, id, 'view_count', 3);
-    const app = suite.counter.app;
-    const posts = app.get(CounterRegistry).get(Post);
-    const keys = app.get(CounterKeys);
-    const shard = keys.shard(posts.key, keys.shardOf(String(id)));
-    const store = app.get(FlushStore);
-    const claim = await store.claim(shard, {
-      counters: posts.scriptNames,
-      numericIds: true,
-      token: 'test',
-      leaseMs: 30_000,
-      batchId: `windows-${id}`,
-      limit: 1_000,
-    });
-    if (claim.kind !== 'batch') throw new Error(`no batch claimed: ${claim.kind}`);
+    const inFlight = await claimShardOf(suite.counter.app, Post, id, `windows-${id}`);
     const window = { since: Date.now() - DAY_MS };
     // Claimed, not written: in Redis's batch only.
     await counters().increment(Post, id, 'view_count', 1);
     expect(await counters().count(Post, id, 'view_count', window)).toBe(4);
     // Written, not acknowledged: in the database and still in Redis's batch.
-    const { batch } = toDeltaBatch(keys, posts, shard.shard, claim.batchId, claim.rows);
-    expect(await app.get(CounterDatabase).applyBatches([batch])).toMatchObject({ applied: true });
+    expect(await inFlight.write()).toMatchObject({ applied: true });
     expect(await counters().count(Post, id, 'view_count', window)).toBe(4);
-    expect(await store.ack(shard, claim.batchId, 'test', true, posts.scriptNames, [])).toBe(true);
+    expect(await inFlight.ack()).toBe(true);
     expect(await counters().count(Post, id, 'view_count', window)).toBe(4);
     await flush();
     expect(await counters().count(Post, id, 'view_count', window)).toBe(4);

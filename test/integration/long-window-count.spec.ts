@@ -6,6 +6,7 @@ import { FixedClockRedis } from '../../support/clock/fixed-clock-redis.js';
 import { createTestDatabase, DATABASES, type TestDatabase } from '../../support/databases.js';
 import { RESP2, uniquePrefix } from '../../support/redis.js';
 import { Post, WINDOWED_ENTITIES } from '../fixtures/windowed-entities.js';
+import { insideOneDay } from '../support/one-hour.js';
 import { startCounterApp, type CounterApp } from '../support/counter-app.js';
 import { DAY, HOUR } from '../support/rolling-tables.js';
 
@@ -15,12 +16,6 @@ const SHARDS = 1;
 const WINDOW_DAYS = 300;
 /** Other rows that wait with a change each: their fields outnumber the window's hours. */
 const OTHER_ROWS = 3_700;
-
-/** Waits, when the UTC day ends within `marginMs`, until it has: the days a test computes stay its days. */
-async function awayFromDayEdge(marginMs = 60_000): Promise<void> {
-  const left = DAY * 1_000 - (Date.now() % (DAY * 1_000));
-  if (left < marginMs) await new Promise((resolve) => setTimeout(resolve, left + 50));
-}
 
 // G11 over a long window of a counter of hours and days: `count` adds the day rows of its whole days,
 // the hour rows of its whole span (those not rolled up yet) and the changes of its hours that wait in
@@ -81,7 +76,7 @@ describe.each(DATABASES)('a live count over a long window on %s', (database) => 
   });
 
   it('adds the day rows, the hour rows and the few hours waiting in Redis', async () => {
-    await awayFromDayEdge();
+    await insideOneDay(60_000);
     d0 = Math.floor(Date.now() / 1_000 / DAY) * DAY;
     await app.dataSource.getRepository(Post).insert({ id: 1 });
     await store([
@@ -146,7 +141,7 @@ describe.each(DATABASES)('a live count over a long window on %s', (database) => 
   });
 
   it("reads the window's hours one by one when the shard waits with more fields than it has hours", async () => {
-    await awayFromDayEdge();
+    await insideOneDay(60_000);
     d0 = Math.floor(Date.now() / 1_000 / DAY) * DAY;
     const others = Array.from({ length: OTHER_ROWS }, (_, index) => 1_001 + index);
     const posts = app.dataSource.getRepository(Post);
