@@ -52,11 +52,11 @@ export function topOverLastDayNotes(context: BenchContext): string[] {
       `scattered over the ids; the time uniform from ${EDGE_MARGIN_S / 60} minutes after the first whole hour of the last 24 hours up to the seeding). ` +
       'They go into an events table `(row_id int, at timestamptz)`, in time order, indexed on (at, row_id) (covering, so an index-only scan is open ' +
       'to the planner; with every row in the window it picks a parallel sequential scan, as fast), then VACUUM ANALYZE; and into the ' +
-      "library's tables as the flush would leave them: the totals, a bucket per row and hour and per row and UTC day, the '24h' window's row and " +
+      "library's tables as the flush would leave them: the totals, a bucket per row and hour (no day buckets: days are rolled up from hours past their retention), the '24h' window's row and " +
       "each row's sum of its hour buckets in the window, then VACUUM ANALYZE.",
     'The seeding is checked against the library: a few changes to a twin entity through `increment` and `flush()` are read back, taken out, ' +
       'seeded from an events table by the same statements, and must come out the same row for row (they fall in one hour, as the library takes ' +
-      "a change's time from Redis's clock); and the seeded state must add up: events, totals, hour buckets, day buckets and rolling sums each " +
+      "a change's time from Redis's clock); and the seeded state must add up: events, totals, hour buckets and rolling sums each " +
       `${count(size.changes)}, every row's sum equal to its hour buckets in the window.`,
     "Timed: the public `top(TopBenchPost, 'view_count', { since: Date.now() - 24 h, limit: 100 })` in an app built as the others (TypeORM on " +
       'PostgreSQL, Redis with a key prefix of its own, scheduled flush off), which reads the rolling sums by index; against the events query through ' +

@@ -92,7 +92,8 @@ export async function indexEvents(dataSource: DataSource, t: TopTables): Promise
 
 /**
  * Writes what the flush would have left after the events' changes (each +1, made through `increment`
- * and flushed): the rows' totals, a bucket per row and hour and per row and day (UTC) that had changes,
+ * and flushed): the rows' totals, a bucket per row and hour that had changes (the flush writes hours only;
+ * days are rolled up from them once they are past their retention, which none of a day of changes is),
  * the rolling window's row starting at `windowFrom` (Unix s), and each row's sum of its hour buckets from
  * there on. The library's tables must hold nothing of this entity yet.
  */
@@ -108,12 +109,6 @@ export async function seedFromEvents(dataSource: DataSource, t: TopTables, windo
     `INSERT INTO ${t.buckets} (${columns}) SELECT $1, $2, row_id::text, 'hour', start, COUNT(*) ` +
       `FROM (SELECT row_id, floor(extract(epoch FROM at) / 3600)::bigint * 3600 AS start FROM ${t.events}) AS e ` +
       `GROUP BY row_id, start`,
-    key,
-  );
-  await dataSource.query(
-    `INSERT INTO ${t.buckets} (${columns}) SELECT entity, counter, row_id, 'day', bucket_start / 86400 * 86400, ` +
-      `SUM(value) FROM ${t.buckets} WHERE ${ofCounter} AND granularity = 'hour' ` +
-      `GROUP BY entity, counter, row_id, bucket_start / 86400 * 86400`,
     key,
   );
   await dataSource.query(`INSERT INTO ${t.windows} (entity, counter, "window", "from") VALUES ($1, $2, $3, $4)`, [
@@ -132,8 +127,8 @@ export async function seedFromEvents(dataSource: DataSource, t: TopTables, windo
 }
 
 /**
- * Throws unless the seeded state adds up: `changes` events, totals, hour buckets, day buckets and rolling
- * sums that each add up to them, and (the rolling tables' invariant) every row's sum equal to its hour
+ * Throws unless the seeded state adds up: `changes` events, totals, hour buckets and rolling sums that
+ * each add up to them, no day buckets, and (the rolling tables' invariant) every row's sum equal to its hour
  * buckets from the window's start on.
  */
 export async function checkSeededState(dataSource: DataSource, t: TopTables, changes: number): Promise<void> {
@@ -147,10 +142,6 @@ export async function checkSeededState(dataSource: DataSource, t: TopTables, cha
       `SELECT SUM(value) AS n FROM ${t.buckets} WHERE entity = $1 AND counter = $2 AND granularity = 'hour'`,
       key,
     ),
-    'day buckets': await one(
-      `SELECT SUM(value) AS n FROM ${t.buckets} WHERE entity = $1 AND counter = $2 AND granularity = 'day'`,
-      key,
-    ),
     'rolling sums': await one(
       `SELECT SUM(value) AS n FROM ${t.sums} WHERE entity = $1 AND counter = $2 AND "window" = $3`,
       [...key, TOP_WINDOW],
@@ -159,6 +150,11 @@ export async function checkSeededState(dataSource: DataSource, t: TopTables, cha
   for (const [name, value] of Object.entries(figures)) {
     if (value !== changes) throw new Error(`seeded ${name} add up to ${value}, expected ${changes}`);
   }
+  const days = await one(
+    `SELECT COUNT(*) AS n FROM ${t.buckets} WHERE entity = $1 AND counter = $2 AND granularity = 'day'`,
+    key,
+  );
+  if (days !== 0) throw new Error(`seeded ${days} day buckets, expected none`);
   const unequal = await one(
     `SELECT COUNT(*) AS n FROM (SELECT row_id, SUM(b.value) AS v FROM ${t.buckets} AS b ` +
       `JOIN ${t.windows} AS w ON w.entity = b.entity AND w.counter = b.counter AND w."window" = $3 ` +

@@ -1,7 +1,8 @@
-// Scenario 17's invariant (issue 51, G11): once everything is flushed, each hour and day bucket of each
-// Clip in counter_bucket equals the acknowledged changes of that row in it (a bucket without any is absent
-// or 0), and a row's hour buckets and its day buckets each add up to its total's change (database value
-// minus start value). Read through the parent's own connection, with plain TypeORM.
+// Scenario 17's invariant (issue 51, G11): once everything is flushed, each hour bucket of each Clip in
+// counter_bucket equals the acknowledged changes of that row in it (a bucket without any is absent or 0),
+// so does each day (its day row, which holds the hours rolled up into it, plus its hour rows left), and a
+// row's hours and its days each add up to its total's change (database value minus start value). Read
+// through the parent's own connection, with plain TypeORM.
 import { In, type DataSource } from 'typeorm';
 import { CounterBucket } from '../../lib/index.js';
 import { Clip } from '../worker/clip.entity.js';
@@ -24,11 +25,11 @@ export interface BucketInvariantInput {
 }
 
 export interface BucketFigures extends InvariantFigures {
-  /** Row buckets compared: every row's hour and day buckets of the periods, and any other one stored. */
+  /** Row buckets compared: every row's hours and days of the periods, and any other bucket stored. */
   bucketsChecked: number;
   /** Buckets whose stored value is not the acknowledged changes in it. */
   wrongBuckets: number;
-  /** Rows whose hour buckets or day buckets do not add up to the change of their total. */
+  /** Rows whose hours or days do not add up to the change of their total. */
   rowsWhoseSumsDiffer: number;
 }
 
@@ -63,8 +64,8 @@ export async function checkBucketInvariant({
     rowsWhoseSumsDiffer: 0,
   };
   const note = (line: string) => figures.wrong.length < WRONG_KEPT && figures.wrong.push(line);
-  const compare = (key: string, expected: number) => {
-    const value = stored.get(key) ?? 0;
+  /** Compares `value` (the stored bucket `key`'s unless given) with `expected`; returns it. */
+  const compare = (key: string, expected: number, value = stored.get(key) ?? 0) => {
     stored.delete(key);
     figures.bucketsChecked++;
     if (value !== expected) {
@@ -85,15 +86,24 @@ export async function checkBucketInvariant({
     if (applied !== acknowledged) note(`Clip:${id}: start ${start.get(id)} + ${acknowledged} ≠ ${end.get(id)}`);
 
     let hours = 0;
-    const days = new Map<number, number>();
+    /** Per day, the acknowledged changes in it and the value of its hour rows. */
+    const days = new Map<number, { acknowledged: number; hours: number }>();
     hourStarts.forEach((hour, period) => {
       const change = changes.acknowledged(id, period);
-      hours += compare(`${id} hour ${hour}`, change);
-      const day = Math.floor(hour / DAY_SECONDS) * DAY_SECONDS;
-      days.set(day, (days.get(day) ?? 0) + change);
+      // The periods' hours are ahead of the real clock: never rolled up, each is its own row.
+      const value = compare(`${id} hour ${hour}`, change);
+      hours += value;
+      const dayStart = Math.floor(hour / DAY_SECONDS) * DAY_SECONDS;
+      const day = days.get(dayStart) ?? { acknowledged: 0, hours: 0 };
+      day.acknowledged += change;
+      day.hours += value;
+      days.set(dayStart, day);
     });
     let daySum = 0;
-    for (const [day, change] of days) daySum += compare(`${id} day ${day}`, change);
+    for (const [start, day] of days) {
+      const key = `${id} day ${start}`;
+      daySum += compare(key, day.acknowledged, (stored.get(key) ?? 0) + day.hours);
+    }
     if (hours !== applied || daySum !== applied) {
       figures.rowsWhoseSumsDiffer++;
       note(`Clip:${id}: hours add up to ${hours}, days to ${daySum}, the total changed by ${applied}`);

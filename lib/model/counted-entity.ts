@@ -31,7 +31,8 @@ export interface CounterField {
   rolling: readonly RollingWindow[];
   /**
    * Its name as the change and claim scripts take it: the name, then for a windowed counter `@` and the
-   * letters of its granularities (`view_count@hd`).
+   * letter of its finest granularity (`view_count@h`), the only one its changes go to (the coarser
+   * buckets are the finest ones added up, see CounterBuckets).
    */
   scriptName: string;
 }

@@ -1,5 +1,12 @@
 import type { Granularity } from '../model/time-bucket.js';
-import type { BucketRows, BucketTable, RollingKey, RollingSumRows, RollingTables } from './counter-dialect.js';
+import type {
+  BucketCounter,
+  BucketRows,
+  BucketTable,
+  RollingKey,
+  RollingSumRows,
+  RollingTables,
+} from './counter-dialect.js';
 
 // The pieces of the bucket and rolling-sum statements that the dialects share.
 
@@ -72,4 +79,15 @@ export function bucketSumsSelect(buckets: BucketTable, sign: 1 | -1, parameter: 
 /** `(?, ?, ?, ?, ?, ?), …`: a VALUES list of `count` buckets, for the dialects with `?` placeholders. */
 export function bucketTuples(count: number): string {
   return Array.from({ length: count }, () => '(?, ?, ?, ?, ?, ?)').join(', ');
+}
+
+/** `entity = … AND counter = … AND granularity = …`, the parameters at positions 1-3 (`bucketCounterParams`). */
+export function bucketsOfCounter(table: BucketTable, parameter: (position: number) => string): string {
+  const { entity, counter, granularity } = table;
+  return `${entity} = ${parameter(1)} AND ${counter} = ${parameter(2)} AND ${granularity} = ${parameter(3)}`;
+}
+
+/** The values of `bucketsOfCounter`'s parameters. */
+export function bucketCounterParams(counter: BucketCounter): unknown[] {
+  return [counter.entity, counter.counter, counter.granularity];
 }

@@ -47,6 +47,14 @@ export interface BucketRows {
   deltas: number[];
 }
 
+/** One counter's buckets of one granularity. */
+export interface BucketCounter {
+  /** The entity's key (its table path). */
+  entity: string;
+  counter: string;
+  granularity: Granularity;
+}
+
 /** The rolling windows' tables (CounterRollingWindow, CounterRollingSum), names and columns quoted by the driver. */
 export interface RollingTables {
   windows: string;
@@ -111,10 +119,10 @@ export interface CounterDialect {
    */
   addBuckets(table: BucketTable, buckets: BucketRows, from: number, to: number): Statement;
   /**
-   * One statement deleting at most `limit` buckets of `granularity` that start before `before`, the
-   * oldest first: the order in which the index on (granularity, start) gives them.
+   * One statement deleting at most `limit` buckets of one counter and `granularity` that start before
+   * `before`, the oldest first: the order in which the index on (granularity, start) gives them.
    */
-  pruneBuckets(table: BucketTable, granularity: Granularity, before: number, limit: number): Statement;
+  pruneBuckets(table: BucketTable, counter: BucketCounter, before: number, limit: number): Statement;
   /** What ends a SELECT that share-locks the rows it reads (nothing where one writer runs at a time). */
   forShare: string;
   /** What ends a SELECT that locks the rows it reads for an update (nothing where one writer runs at a time). */

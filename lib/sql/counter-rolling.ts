@@ -148,24 +148,6 @@ export class CounterRolling {
   }
 
   /**
-   * The `limit` rows of the window with the highest positive sums, highest first, ties by id (as numbers
-   * for integer ids), read on the primary.
-   */
-  async top(entity: CountedEntity, key: RollingKey, limit: number): Promise<RankedRow[]> {
-    const t = this.tables();
-    const p = (position: number) => this.dialect.placeholder(position);
-    const idOrder = entity.numericId ? this.dialect.integerOrder(t.rowId) : t.rowId;
-    const rows: Array<{ r: string; v: string | number }> = await onPrimary(this.dataSource, (manager) =>
-      manager.query(
-        `SELECT ${t.rowId} AS r, ${t.value} AS v FROM ${t.sums} WHERE ${this.keyIs(this.dialect, 1)} ` +
-          `AND ${t.value} > 0 ORDER BY ${t.value} DESC, ${idOrder} LIMIT ${p(4)}`,
-        [...keyParams(key), limit],
-      ),
-    );
-    return rows.map((row) => ({ rowId: row.r, value: Number(row.v) }));
-  }
-
-  /**
    * Inserts the window's row unless it exists, and when this statement inserted it, its sums: each row's
    * buckets from the window's start on (any sums left from a window of that name dropped before go first).
    */

@@ -4,8 +4,13 @@ import type { DeltaBatch } from '../model/delta-batch.js';
 import { canonicalIdText } from '../model/row-id.js';
 import { bucketKey, type BucketRange, type Granularity } from '../model/time-bucket.js';
 import { CounterBucket } from './counter-bucket.entity.js';
-import { quotedTablePath, type BucketRows, type BucketTable, type CounterDialect } from './counter-dialect.js';
-import type { RankedRow } from './counter-rolling.js';
+import {
+  quotedTablePath,
+  type BucketCounter,
+  type BucketRows,
+  type BucketTable,
+  type CounterDialect,
+} from './counter-dialect.js';
 import type { CounterLedger } from './counter.ledger.js';
 import { mergeBuckets } from './merge-buckets.js';
 import { onPrimary } from './on-primary.js';
@@ -99,31 +104,16 @@ export class CounterBuckets {
     return stored;
   }
 
-  /** Deletes at most `limit` buckets of `granularity` that start before `before` (Unix seconds); returns how many. */
-  async prune(granularity: Granularity, before: number, limit: number): Promise<number> {
-    const statement = this.dialect.pruneBuckets(this.table(), granularity, before, limit);
+  /**
+   * Deletes at most `limit` buckets of one counter and granularity that start before `before` (Unix
+   * seconds); returns how many.
+   */
+  async prune(counter: BucketCounter, before: number, limit: number): Promise<number> {
+    const statement = this.dialect.pruneBuckets(this.table(), counter, before, limit);
     const result = await onPrimary(this.dataSource, (manager) =>
       manager.queryRunner!.query(statement.sql, statement.params, true),
     );
     return result.affected ?? 0;
-  }
-
-  /**
-   * The `limit` rows whose buckets of the counter in `ranges` add up to the most (more than 0), highest
-   * first, ties by id (as numbers for integer ids), read on the primary.
-   */
-  async top(entity: CountedEntity, counter: CounterField, ranges: BucketRange[], limit: number): Promise<RankedRow[]> {
-    const { params, parameter } = this.parameters();
-    const t = this.table();
-    const idOrder = entity.numericId ? this.dialect.integerOrder(t.rowId) : t.rowId;
-    const sql =
-      `SELECT ${t.rowId} AS r, SUM(${t.value}) AS v FROM ${t.table} ` +
-      `WHERE ${this.ofCounter(entity, counter, ranges, parameter)} GROUP BY ${t.rowId} ` +
-      `HAVING SUM(${t.value}) > 0 ORDER BY SUM(${t.value}) DESC, ${idOrder} LIMIT ${parameter(limit)}`;
-    const rows: Array<{ r: string; v: string | number }> = await onPrimary(this.dataSource, (manager) =>
-      manager.query(sql, params),
-    );
-    return rows.map((row) => ({ rowId: row.r, value: Number(row.v) }));
   }
 
   /**

@@ -5,10 +5,10 @@ import { MESSAGES } from '../counter.messages.js';
 import type { CountedEntity, CounterField } from '../model/counted-entity.js';
 import { CounterDatabaseUnavailableError } from '../exceptions/counter-database-unavailable.error.js';
 import type { ResolvedCounterOptions } from '../interfaces/resolved-counter-options.interface.js';
-import type { CounterDialect } from './counter-dialect.js';
+import type { BucketCounter, CounterDialect } from './counter-dialect.js';
 import type { DeltaBatch } from '../model/delta-batch.js';
 import { canonicalIdText } from '../model/row-id.js';
-import type { BucketRange, Granularity } from '../model/time-bucket.js';
+import type { BucketRange } from '../model/time-bucket.js';
 import { CounterBuckets, type StoredBuckets } from './counter.buckets.js';
 import { CounterLedger } from './counter.ledger.js';
 import { CounterRolling } from './counter-rolling.js';
@@ -89,9 +89,12 @@ export class CounterDatabase {
     return this.read(entity, 'reading buckets', () => this.buckets.read(entity, counter, id, ranges, batchId));
   }
 
-  /** Deletes at most `limit` buckets of `granularity` that start before `before` (Unix seconds); returns how many. */
-  pruneBuckets(granularity: Granularity, before: number, limit: number): Promise<number> {
-    return this.bounded('pruning buckets', () => this.buckets.prune(granularity, before, limit));
+  /**
+   * Deletes at most `limit` buckets of one counter and granularity that start before `before` (Unix
+   * seconds); returns how many.
+   */
+  pruneBuckets(counter: BucketCounter, before: number, limit: number): Promise<number> {
+    return this.bounded('pruning buckets', () => this.buckets.prune(counter, before, limit));
   }
 
   /**

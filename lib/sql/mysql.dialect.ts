@@ -15,6 +15,8 @@ import {
   bucketSumParams,
   bucketSumsSelect,
   bucketTuples,
+  bucketCounterParams,
+  bucketsOfCounter,
   sumColumns,
   sumParams,
 } from './bucket-statements.js';
@@ -48,11 +50,11 @@ export const mysqlDialect: CounterDialect = {
   addDeltas: (target, rows, from, to) => joinedDeltas(target, rows, from, to, 'select'),
   maxBucketsPerStatement: 1_000,
   addBuckets: (table, buckets, from, to) => upsertedBuckets(table, buckets, from, to, 'row alias'),
-  pruneBuckets: (table, granularity, before, limit) => ({
+  pruneBuckets: (table, counter, before, limit) => ({
     sql:
-      `DELETE FROM ${table.table} WHERE ${table.granularity} = ? AND ${table.start} < ? ` +
+      `DELETE FROM ${table.table} WHERE ${bucketsOfCounter(table, () => '?')} AND ${table.start} < ? ` +
       `ORDER BY ${table.start} LIMIT ?`,
-    params: [granularity, before, limit],
+    params: [...bucketCounterParams(counter), before, limit],
   }),
   forShare: ' FOR SHARE',
   forUpdate: ' FOR UPDATE',

@@ -8,7 +8,15 @@ import {
   type DeltaTarget,
   type Statement,
 } from './counter-dialect.js';
-import { bucketColumns, bucketPrimaryKey, bucketSumParams, bucketSumsSelect, sumColumns } from './bucket-statements.js';
+import {
+  bucketColumns,
+  bucketCounterParams,
+  bucketPrimaryKey,
+  bucketSumParams,
+  bucketSumsSelect,
+  bucketsOfCounter,
+  sumColumns,
+} from './bucket-statements.js';
 import type { DeltaRows } from '../model/delta-batch.js';
 
 const UNIQUE_VIOLATION = '23505';
@@ -77,14 +85,15 @@ export const postgresDialect: CounterDialect = {
     };
   },
 
-  pruneBuckets(table, granularity, before, limit) {
+  pruneBuckets(table, counter, before, limit) {
     // DELETE takes no LIMIT: the rows go by primary key, from a SELECT that takes one.
     const key = bucketPrimaryKey(table);
     return {
       sql:
         `DELETE FROM ${table.table} WHERE (${key}) IN (SELECT ${key} FROM ${table.table} ` +
-        `WHERE ${table.granularity} = $1 AND ${table.start} < $2 ORDER BY ${table.start} LIMIT $3)`,
-      params: [granularity, before, limit],
+        `WHERE ${bucketsOfCounter(table, (position) => `$${position}`)} AND ${table.start} < $4 ` +
+        `ORDER BY ${table.start} LIMIT $5)`,
+      params: [...bucketCounterParams(counter), before, limit],
     };
   },
 

@@ -14,6 +14,8 @@ import {
   bucketSumParams,
   bucketSumsSelect,
   bucketTuples,
+  bucketCounterParams,
+  bucketsOfCounter,
   sumColumns,
   sumParams,
 } from './bucket-statements.js';
@@ -67,11 +69,11 @@ export const sqliteDialect: CounterDialect = {
   },
 
   // DELETE … LIMIT needs a compile-time option of SQLite: the rows go by rowid, from a SELECT that limits.
-  pruneBuckets: (table, granularity, before, limit) => ({
+  pruneBuckets: (table, counter, before, limit) => ({
     sql:
       `DELETE FROM ${table.table} WHERE rowid IN (SELECT rowid FROM ${table.table} ` +
-      `WHERE ${table.granularity} = ? AND ${table.start} < ? ORDER BY ${table.start} LIMIT ?)`,
-    params: [granularity, before, limit],
+      `WHERE ${bucketsOfCounter(table, () => '?')} AND ${table.start} < ? ORDER BY ${table.start} LIMIT ?)`,
+    params: [...bucketCounterParams(counter), before, limit],
   }),
 
   // One writer at a time: a transaction's reads see no other's writes until it ends.

@@ -20,7 +20,7 @@ import { CounterDatabase } from '../sql/counter.database.js';
 import { RollingUpkeep } from './rolling.upkeep.js';
 import { readVersions, readWaitingChanges, type WaitingChanges } from './waiting-changes.reader.js';
 import { WINDOW_MESSAGES } from './window.messages.js';
-import { checkRetention, coveringRanges, windowBounds } from './window.plan.js';
+import { checkRetention, coveringRanges, storedRanges, windowBounds } from './window.plan.js';
 
 /** The most rows `top` gives. */
 const MOST_ROWS = 1_000;
@@ -107,7 +107,7 @@ export class CounterTop {
   private summed(field: CounterField, bounds: BucketRange, nowMs: number): RankingPlan {
     const ranges = coveringRanges(field.windows, bounds);
     checkRetention(ranges, this.options.bucketRetentionMs, nowMs);
-    return { source: { kind: 'buckets', counter: field, ranges } };
+    return { source: { kind: 'buckets', counter: field, ranges: storedRanges(field.windows, ranges) } };
   }
 
   /**

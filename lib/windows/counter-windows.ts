@@ -8,21 +8,21 @@ import type { EntityClass } from '../interfaces/entity-class.interface.js';
 import type { ResolvedCounterOptions } from '../interfaces/resolved-counter-options.interface.js';
 import type { CountedEntity, CounterField } from '../model/counted-entity.js';
 import { toRowId, type RowId } from '../model/row-id.js';
-import { bucketKey, type BucketRange } from '../model/time-bucket.js';
-import { BucketStore, bucketField, type WaitingBucketChanges } from '../redis/bucket.store.js';
+import { GRANULARITY_SECONDS, bucketKey, type BucketRange } from '../model/time-bucket.js';
+import { BucketStore, type WaitingBucketChanges } from '../redis/bucket.store.js';
 import { CounterKeys } from '../redis/counter.keys.js';
 import { SeedRetry } from '../seed.retry.js';
 import { CounterDatabase } from '../sql/counter.database.js';
 import { WINDOW_MESSAGES } from './window.messages.js';
-import { bucketStarts, checkRetention, coveringRanges, windowBounds } from './window.plan.js';
+import { bucketStarts, checkRetention, coveringRanges, storedRanges, windowBounds } from './window.plan.js';
 import type { CounterBucketValue, CounterSeriesWindow, CounterWindow } from '../interfaces/counter-window.interface.js';
 
 /**
  * Counts over time of windowed counters, live: the buckets the database has plus the changes of them
  * still in Redis. The two are read apart, so a flush may move changes from one to the other meanwhile:
- * the read of Redis comes with the shard's generation and batch id, the database tells in the same
- * statement whether it has that batch, and Redis is asked again afterwards; if either moved, the read
- * starts over.
+ * the read of Redis comes with the shard's version (generation, batch id, and the batch's size, which a
+ * give-back shrinks), the database tells in the same statement whether it has that batch, and Redis is
+ * asked again afterwards; if the version moved, the read starts over.
  */
 @Injectable()
 export class CounterWindows {
@@ -41,7 +41,8 @@ export class CounterWindows {
     const ranges = coveringRanges(field.windows, windowBounds(field.windows[0], window, now));
     checkRetention(ranges, this.options.bucketRetentionMs, now);
     let total = 0;
-    for (const value of (await this.liveValues(counted, field, rowId, ranges)).values()) total += value;
+    for (const value of (await this.liveValues(counted, field, rowId, storedRanges(field.windows, ranges))).values())
+      total += value;
     return total;
   }
 
@@ -62,11 +63,18 @@ export class CounterWindows {
     const now = Date.now();
     const bounds = windowBounds(granularity, window, now);
     checkRetention([bounds], this.options.bucketRetentionMs, now);
-    const values = await this.liveValues(counted, field, rowId, [bounds]);
-    return bucketStarts(bounds).map((start) => ({
-      start: new Date(start * 1_000),
-      value: values.get(bucketKey(granularity, start)) ?? 0,
-    }));
+    const stored = storedRanges(field.windows, [bounds]);
+    const values = await this.liveValues(counted, field, rowId, stored);
+    const finest = stored[0].granularity;
+    const finestPerBucket = GRANULARITY_SECONDS[granularity] / GRANULARITY_SECONDS[finest];
+    return bucketStarts(bounds).map((start) => {
+      // A coarser bucket is its own row (the finest ones rolled up into it) plus the finest ones not yet.
+      let value = granularity === finest ? 0 : (values.get(bucketKey(granularity, start)) ?? 0);
+      for (let b = 0; b < finestPerBucket; b++) {
+        value += values.get(bucketKey(finest, start + b * GRANULARITY_SECONDS[finest])) ?? 0;
+      }
+      return { start: new Date(start * 1_000), value };
+    });
   }
 
   private address(entity: EntityClass, id: unknown, counter: string) {
@@ -80,8 +88,9 @@ export class CounterWindows {
   }
 
   /**
-   * Per bucket of `ranges` (keyed by `bucketKey`), its live value. With Redis unreachable, the values the
-   * database has: as of the last flush, as `get` falls back to the database value.
+   * Per bucket of `ranges` (`storedRanges`: the finest first; keyed by `bucketKey`), its live value. With
+   * Redis unreachable, the values the database has: as of the last flush, as `get` falls back to the
+   * database value.
    */
   private async liveValues(
     counted: CountedEntity,
@@ -91,32 +100,29 @@ export class CounterWindows {
   ): Promise<Map<string, number>> {
     const encodedId = this.keys.encodeId(rowId.text);
     const shard = this.keys.shard(counted.key, this.keys.shardOf(encodedId));
-    const buckets = ranges.flatMap(({ granularity, ...range }) =>
-      bucketStarts({ granularity, ...range }).map((start) => ({ granularity, start })),
-    );
-    const fields = buckets.map(({ granularity, start }) => bucketField(encodedId, field.name, granularity, start));
+    // Redis holds the finest buckets only (CounterField.scriptName).
+    const finest = ranges[0];
     const retry = new SeedRetry();
     for (;;) {
       let before: WaitingBucketChanges;
       try {
-        before = await this.store.read(shard, fields);
+        before = await this.store.read(shard, encodedId, field.name, finest);
       } catch (error) {
         if (!(error instanceof CounterStoreUnavailableError)) throw error;
         return (await this.database.readBuckets(counted, field, rowId.sql, ranges, undefined)).values;
       }
       const stored = await this.database.readBuckets(counted, field, rowId.sql, ranges, before.batchId || undefined);
-      const after = await this.store.read(shard, []).catch((error: unknown) => {
+      const after = await this.store.read(shard, encodedId, field.name).catch((error: unknown) => {
         if (error instanceof CounterStoreUnavailableError) return undefined;
         throw error;
       });
       if (!after) return stored.values;
-      if (after.generation === before.generation && after.batchId === before.batchId) {
+      if (after.version === before.version) {
         const values = new Map(stored.values);
-        buckets.forEach(({ granularity, start }, b) => {
-          const key = bucketKey(granularity, start);
-          const inFlight = stored.batchApplied ? 0 : before.inFlight[b];
-          values.set(key, (values.get(key) ?? 0) + before.waiting[b] + inFlight);
-        });
+        for (const [start, { waiting, inFlight }] of before.changes) {
+          const key = bucketKey(finest.granularity, start);
+          values.set(key, (values.get(key) ?? 0) + waiting + (stored.batchApplied ? 0 : inFlight));
+        }
         return values;
       }
       if (!(await retry.next())) {

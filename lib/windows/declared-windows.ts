@@ -24,8 +24,11 @@ export function declaredWindows(entity: string, counter: string, windows: unknow
   return GRANULARITIES.filter((granularity) => windows.includes(granularity));
 }
 
-/** A counter's name as the change and claim scripts take it (`view_count@hd`; see CounterField.scriptName). */
+/**
+ * A counter's name as the change and claim scripts take it (`view_count@h`; see CounterField.scriptName):
+ * only its finest granularity's buckets are kept by change, the coarser ones are made of them.
+ */
 export function scriptNameOf(counter: string, windows: readonly Granularity[]): string {
   if (windows.length === 0) return counter;
-  return `${counter}@${windows.map((granularity) => GRANULARITY_CODE[granularity]).join('')}`;
+  return `${counter}@${GRANULARITY_CODE[windows[0]]}`;
 }

@@ -4,7 +4,8 @@ import { CounterRegistry } from '../counter.registry.js';
 import type { ResolvedCounterOptions } from '../interfaces/resolved-counter-options.interface.js';
 import type { CountedEntity, CounterField } from '../model/counted-entity.js';
 import { rollingFrom, type RollingWindow } from '../model/rolling-window.js';
-import { GRANULARITIES, GRANULARITY_SECONDS, type Granularity } from '../model/time-bucket.js';
+import { GRANULARITY_SECONDS, bucketStart, type Granularity } from '../model/time-bucket.js';
+import { rollUpHours } from '../sql/bucket-roll-up.js';
 import { CounterDatabase } from '../sql/counter.database.js';
 import { WINDOW_MESSAGES } from './window.messages.js';
 import { oldestKeptStart } from './window.plan.js';
@@ -65,28 +66,61 @@ export class RollingUpkeep {
   }
 
   /**
-   * Deletes, per granularity, buckets that start before `keptFrom - length` (`keptFrom`: the oldest start
-   * a window may have, see `checkRetention`; the bucket before it may still be read by a window that began
-   * a moment ago) and before every declared rolling window's start: PRUNE_BATCH at a time, at most
-   * PRUNE_STATEMENTS times. Returns how many it deleted.
+   * Per windowed counter, PRUNE_BATCH buckets at a time, at most PRUNE_STATEMENTS times per granularity:
+   * rolls its hour buckets up into its day buckets once their whole day is a day past the hours'
+   * retention (a window's hours at its edges are never in a day row, see `storedRanges`), those past the
+   * days' retention deleted instead, or deletes
+   * those of its finest granularity that start before `keptFrom - length` (`keptFrom`: the oldest start
+   * a window may have, see `checkRetention`; the bucket before it may still be read by a window that
+   * began a moment ago), never those a rolling window still counts; then deletes its coarser buckets the
+   * same way. Returns how many buckets it deleted or rolled up.
    */
   async prune(nowMs: number): Promise<number> {
     const starts = this.rollingWindows().length > 0 ? await this.database.rolling.starts() : new Map<string, number>();
     let deleted = 0;
-    for (const granularity of GRANULARITIES) {
-      if (
-        !this.registry.all().some((entity) => entity.counters.some((counter) => counter.windows.includes(granularity)))
-      ) {
-        continue;
-      }
-      const before = this.prunedBefore(granularity, nowMs, starts);
-      for (let statement = 0; statement < PRUNE_STATEMENTS; statement++) {
-        const count = await this.database.pruneBuckets(granularity, before, PRUNE_BATCH);
-        deleted += count;
-        if (count < PRUNE_BATCH) break;
+    for (const entity of this.registry.all()) {
+      for (const field of entity.counters) {
+        if (field.windows.length === 0) continue;
+        const [finest, ...coarser] = field.windows;
+        const key = { entity: entity.key, counter: field.name };
+        const before = this.prunedBefore(entity, field, finest, nowMs, starts);
+        if (finest === 'hour' && coarser.includes('day')) {
+          // Hours whose day is past the days' retention go at once, rather than into a day pruned next.
+          const daysBefore = this.prunedBefore(entity, field, 'day', nowMs, starts);
+          deleted += await this.inBatches((limit) =>
+            this.database.pruneBuckets({ ...key, granularity: finest }, Math.min(daysBefore, before), limit),
+          );
+          const rolledBefore = bucketStart('day', before) - GRANULARITY_SECONDS.day;
+          deleted += await this.inBatches((limit) =>
+            this.database.transaction('rolling hour buckets up', (runner, dialect) =>
+              rollUpHours(runner, dialect, this.database.buckets.table(), key, rolledBefore, limit),
+            ),
+          );
+        } else {
+          deleted += await this.inBatches((limit) =>
+            this.database.pruneBuckets({ ...key, granularity: finest }, before, limit),
+          );
+        }
+        for (const granularity of coarser) {
+          const coarserBefore = this.prunedBefore(entity, field, granularity, nowMs, starts);
+          deleted += await this.inBatches((limit) =>
+            this.database.pruneBuckets({ ...key, granularity }, coarserBefore, limit),
+          );
+        }
       }
     }
     return deleted;
+  }
+
+  /** Runs `statement` (which takes at most `limit` buckets) until it takes fewer, PRUNE_STATEMENTS times at most. */
+  private async inBatches(statement: (limit: number) => Promise<number>): Promise<number> {
+    let total = 0;
+    for (let run = 0; run < PRUNE_STATEMENTS; run++) {
+      const count = await statement(PRUNE_BATCH);
+      total += count;
+      if (count < PRUNE_BATCH) break;
+    }
+    return total;
   }
 
   private async advanceWhenDue(): Promise<void> {
@@ -109,12 +143,21 @@ export class RollingUpkeep {
     );
   }
 
-  /** The start before which buckets of `granularity` go: `starts` are the stored windows' (see `prune`). */
-  private prunedBefore(granularity: Granularity, nowMs: number, starts: Map<string, number>): number {
+  /**
+   * The start before which a counter's buckets of `granularity` go: `starts` are the stored rolling
+   * windows' (see `prune`), whose buckets stay.
+   */
+  private prunedBefore(
+    entity: CountedEntity,
+    field: CounterField,
+    granularity: Granularity,
+    nowMs: number,
+    starts: Map<string, number>,
+  ): number {
     const keptFrom = oldestKeptStart(granularity, this.options.bucketRetentionMs[granularity], nowMs);
     let before = keptFrom - GRANULARITY_SECONDS[granularity];
-    for (const { entity, field, window } of this.rollingWindows()) {
-      if (field.windows[0] !== granularity) continue;
+    if (field.windows[0] !== granularity) return before;
+    for (const window of field.rolling) {
       const start = starts.get(`${entity.key} ${field.name} ${window.name}`);
       if (start !== undefined) before = Math.min(before, start);
     }

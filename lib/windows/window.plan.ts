@@ -38,6 +38,21 @@ export function coveringRanges(windows: readonly Granularity[], bounds: BucketRa
 }
 
 /**
+ * The stored buckets that hold the changes of `ranges` (contiguous, see `coveringRanges`), finest first:
+ * changes go to buckets of the finest granularity only (CounterField.scriptName), and pruning rolls those
+ * past their retention up into the coarser one (RollingUpkeep), so a coarser range is its own rows plus
+ * the finest ones over the same span. A single statement sees each change in exactly one of them.
+ */
+export function storedRanges(windows: readonly Granularity[], ranges: readonly BucketRange[]): BucketRange[] {
+  const finest: BucketRange = {
+    granularity: windows[0],
+    from: Math.min(...ranges.map((range) => range.from)),
+    to: Math.max(...ranges.map((range) => range.to)),
+  };
+  return [finest, ...ranges.filter((range) => range.granularity !== windows[0])];
+}
+
+/**
  * Throws CounterWindowBeyondRetentionError when a range starts before the oldest bucket of its
  * granularity the flush keeps: one that starts `retentionMs` before now (a bucket is pruned only once it
  * ended that long ago, so one that starts after it is whole).

@@ -1,6 +1,5 @@
 // "Trending today": the solutions liked most over the last 24 hours (GET /solutions/trending, from
-// CounterService.top over like_count's rolling window), as of the last flush: a like shows here once
-// flushed.
+// CounterService.top over like_count's rolling window), live: a like shows here before it is flushed.
 
 import { api } from './api.js';
 import { h, noun, signed } from './dom.js';

@@ -9,8 +9,7 @@ const ROUTES: Record<string, string> = {
   'POST /problems/:id/submissions': '{"passed": true|false}: counts a submission',
   'POST /problems/:id/solutions': '{"title", "content"}: adds a solution',
   'GET /solutions?page=&size=&problemId=': 'solutions with live counts',
-  'GET /solutions/trending':
-    'the 5 solutions liked most in the last 24 hours, as of the last flush: [{id, title, likes}]',
+  'GET /solutions/trending': 'the 5 solutions liked most in the last 24 hours, live: [{id, title, likes}]',
   'GET /solutions/:id': 'counts a view, returns the solution',
   'GET /solutions/:id/counters': 'each counter live, in SQL (read from the table) and pending; counts no view',
   'GET /solutions/:id/views/hourly':

@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { CounterOutOfRangeError } from '../../lib/index.js';
+import { CounterBucket, CounterOutOfRangeError } from '../../lib/index.js';
 import { CounterRegistry } from '../../lib/counter.registry.js';
 import { CounterKeys } from '../../lib/redis/counter.keys.js';
 import { FlushStore } from '../../lib/redis/flush.store.js';
@@ -14,13 +14,15 @@ import { startCounterApp, type CounterApp } from '../support/counter-app.js';
 const SHARDS = 8;
 const HOUR = 3_600;
 const DAY = 86_400;
-/** 2026-11-27 10:00:00 UTC, in Unix seconds. */
-const TEN_O_CLOCK = Date.UTC(2026, 10, 27, 10) / 1_000;
-const MIDNIGHT = Date.UTC(2026, 10, 28) / 1_000;
+/** The last UTC midnight, in Unix seconds: near the app's clock, so windows stay within the retention. */
+const MIDNIGHT = Math.floor(Date.now() / 1_000 / DAY) * DAY;
+/** 10:00:00 UTC the day before. */
+const TEN_O_CLOCK = MIDNIGHT - DAY + 10 * HOUR;
 
-// G11: a change of a windowed counter adds its delta to the bucket of each granularity that holds the
-// instant Redis's clock gives the change, in the same script call as the total: so a keyed retry adds to
-// no bucket twice, and a refused change to none.
+// G11: a change of a windowed counter adds its delta to the bucket of its finest granularity that holds
+// the instant Redis's clock gives the change, in the same script call as the total: so a keyed retry adds
+// to no bucket twice, and a refused change to none. A counter of hours and days keeps hours only (its days
+// are made of them), a counter of days only keeps days.
 describe('the buckets a change lands in, by Redis clock', () => {
   let clock: FixedClockRedis;
   let redis: Redis;
@@ -37,6 +39,14 @@ describe('the buckets a change lands in, by Redis clock', () => {
     return Object.fromEntries(Object.entries(fields).filter(([field]) => field.startsWith(`${encoded} `)));
   };
   const at = (seconds: number, ms = 0) => clock.setTime(seconds * 1_000 + ms);
+  /** The row's buckets in the database, as [counter, granularity, start, value], in that order. */
+  const storedOf = async (id: number) => {
+    const entity = app.dataSource.getMetadata(Post).tablePath;
+    const rows = await app.dataSource.getRepository(CounterBucket).findBy({ entity, rowId: String(id) });
+    return rows
+      .map((row) => [row.counter, row.granularity, Number(row.start), Number(row.value)] as const)
+      .sort((a, b) => a[0].localeCompare(b[0]) || a[1].localeCompare(b[1]) || a[2] - b[2]);
+  };
 
   beforeAll(async () => {
     clock = await FixedClockRedis.start();
@@ -71,7 +81,6 @@ describe('the buckets a change lands in, by Redis clock', () => {
       [`${id} view_count`]: '5',
       [`${id} view_count@h${TEN_O_CLOCK}`]: '2',
       [`${id} view_count@h${TEN_O_CLOCK + HOUR}`]: '3',
-      [`${id} view_count@d${MIDNIGHT - DAY}`]: '5',
     });
   });
 
@@ -86,13 +95,26 @@ describe('the buckets a change lands in, by Redis clock', () => {
       [`${id} view_count`]: '7',
       [`${id} view_count@h${MIDNIGHT - HOUR}`]: '1',
       [`${id} view_count@h${MIDNIGHT}`]: '6',
-      [`${id} view_count@d${MIDNIGHT - DAY}`]: '1',
-      [`${id} view_count@d${MIDNIGHT}`]: '6',
       // like_count keeps days only.
       [`${id} like_count`]: '5',
       [`${id} like_count@d${MIDNIGHT - DAY}`]: '4',
       [`${id} like_count@d${MIDNIGHT}`]: '1',
     });
+    // view_count's days are its hours added up: live, and as the flush stores them (hours only).
+    const days = { granularity: 'day' as const, since: (MIDNIGHT - DAY) * 1_000, until: (MIDNIGHT + DAY) * 1_000 };
+    const expected = [
+      { start: new Date((MIDNIGHT - DAY) * 1_000), value: 1 },
+      { start: new Date(MIDNIGHT * 1_000), value: 6 },
+    ];
+    expect(await app.counters.series(Post, id, 'view_count', days)).toEqual(expected);
+    expect((await app.counters.flush()).error).toBeUndefined();
+    expect(await storedOf(id)).toEqual([
+      ['like_count', 'day', MIDNIGHT - DAY, 4],
+      ['like_count', 'day', MIDNIGHT, 1],
+      ['view_count', 'hour', MIDNIGHT - HOUR, 1],
+      ['view_count', 'hour', MIDNIGHT, 6],
+    ]);
+    expect(await app.counters.series(Post, id, 'view_count', days)).toEqual(expected);
   });
 
   it('adds decrements as negative changes, so a bucket holds its net change', async () => {
@@ -104,7 +126,6 @@ describe('the buckets a change lands in, by Redis clock', () => {
       [`${id} view_count`]: '6',
       [`${id} view_count@h${TEN_O_CLOCK}`]: '10',
       [`${id} view_count@h${TEN_O_CLOCK + HOUR}`]: '-4',
-      [`${id} view_count@d${MIDNIGHT - DAY}`]: '6',
     });
   });
 
@@ -120,7 +141,6 @@ describe('the buckets a change lands in, by Redis clock', () => {
     expect(await pendingOf(Post, id)).toEqual({
       [`${id} view_count`]: '3',
       [`${id} view_count@h${TEN_O_CLOCK}`]: '3',
-      [`${id} view_count@d${MIDNIGHT - DAY}`]: '3',
     });
   });
 
@@ -149,7 +169,6 @@ describe('the buckets a change lands in, by Redis clock', () => {
     expect(await pendingOf(Post, id)).toEqual({
       [`${id} view_count`]: '3',
       [`${id} view_count@h${TEN_O_CLOCK}`]: '3',
-      [`${id} view_count@d${MIDNIGHT - DAY}`]: '3',
       [`${id} like_count`]: '7',
       [`${id} like_count@d${MIDNIGHT - DAY}`]: '7',
     });
@@ -164,7 +183,6 @@ describe('the buckets a change lands in, by Redis clock', () => {
     expect(await pendingOf(Channel, channel)).toEqual({
       [`${encoded} view_count`]: '2',
       [`${encoded} view_count@h${TEN_O_CLOCK}`]: '2',
-      [`${encoded} view_count@d${MIDNIGHT - DAY}`]: '2',
     });
   });
 });
@@ -226,22 +244,19 @@ describe('the buckets a claim takes', () => {
       '1 view_count': '11',
       [`1 view_count@h${TEN_O_CLOCK}`]: '1',
       [`1 view_count@h${TEN_O_CLOCK + 2 * HOUR}`]: '10',
-      [`1 view_count@d${MIDNIGHT - DAY}`]: '11',
       '1 like_count': '2',
       [`1 like_count@d${MIDNIGHT - DAY}`]: '2',
       '2 view_count': '12',
       [`2 view_count@h${TEN_O_CLOCK}`]: '2',
       [`2 view_count@h${TEN_O_CLOCK + 2 * HOUR}`]: '10',
-      [`2 view_count@d${MIDNIGHT - DAY}`]: '12',
     });
     expect(await redis.hgetall(shard.pending)).toEqual({
       '3 view_count': '13',
       [`3 view_count@h${TEN_O_CLOCK}`]: '3',
       [`3 view_count@h${TEN_O_CLOCK + 2 * HOUR}`]: '10',
-      [`3 view_count@d${MIDNIGHT - DAY}`]: '13',
     });
     if (claimed.kind !== 'batch') throw new Error('no batch');
-    expect(claimed.rows.buckets?.deltas).toHaveLength(7);
+    expect(claimed.rows.buckets?.deltas).toHaveLength(5);
   });
 
   it("drops the buckets a deleted row's later changes made, with them, when its batch is acknowledged", async () => {
@@ -253,7 +268,6 @@ describe('the buckets a claim takes', () => {
       '3 view_count': '13',
       [`3 view_count@h${TEN_O_CLOCK}`]: '3',
       [`3 view_count@h${TEN_O_CLOCK + 2 * HOUR}`]: '10',
-      [`3 view_count@d${MIDNIGHT - DAY}`]: '13',
     });
   });
 
@@ -270,7 +284,6 @@ describe('the buckets a claim takes', () => {
       '3 view_count': '13',
       [`3 view_count@h${TEN_O_CLOCK}`]: '3',
       [`3 view_count@h${TEN_O_CLOCK + 2 * HOUR}`]: '10',
-      [`3 view_count@d${MIDNIGHT - DAY}`]: '13',
       [`2 view_count@h${TEN_O_CLOCK}`]: '5',
     });
     expect(await redis.hgetall(shard.unknown)).toEqual({

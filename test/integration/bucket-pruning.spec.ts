@@ -4,7 +4,7 @@ import { CounterRegistry } from '../../lib/counter.registry.js';
 import type { Granularity } from '../../lib/model/time-bucket.js';
 import { RollingUpkeep } from '../../lib/windows/rolling.upkeep.js';
 import { DATABASES } from '../../support/databases.js';
-import { RankedPost, ROLLING_ENTITIES } from '../fixtures/rolling-entities.js';
+import { RankedPost, RankedTopic, ROLLING_ENTITIES } from '../fixtures/rolling-entities.js';
 import { useCounterSuite } from '../support/counter-suite.js';
 import { clearWindowTables, DAY, HOUR } from '../support/rolling-tables.js';
 
@@ -18,7 +18,9 @@ const KEPT_HOURS_FROM = Math.ceil((NOW - HOUR_RETENTION_MS / 1_000) / HOUR) * HO
 const KEPT_DAYS_FROM = Math.ceil((NOW - DAY_RETENTION_MS / 1_000) / DAY) * DAY;
 
 // The flush deletes buckets older than bucketRetentionMs, less one bucket (a window checked a moment ago
-// may still read it), a thousand at a time, and never those a rolling window still counts.
+// may still read it), a thousand at a time, and never those a rolling window still counts. The hours of
+// a counter that also keeps days are rolled up into them instead (bucket-roll-up.spec.ts): the hours
+// deleted here are those of RankedTopic, which keeps hours only.
 describe.each(DATABASES)('bucket pruning on %s', (database) => {
   const suite = useCounterSuite(
     database,
@@ -28,19 +30,23 @@ describe.each(DATABASES)('bucket pruning on %s', (database) => {
     ROLLING_ENTITIES,
   );
   let upkeep: RollingUpkeep;
+  /** RankedPost's key: view_count keeps hours and days. */
   let entity: string;
+  /** RankedTopic's key: view_count keeps hours only. */
+  let topics: string;
   const buckets = () => suite.counter.dataSource.getRepository(CounterBucket);
 
   beforeEach(async () => {
     upkeep = suite.counter.app.get(RollingUpkeep);
     entity = suite.counter.app.get(CounterRegistry).get(RankedPost).key;
+    topics = suite.counter.app.get(CounterRegistry).get(RankedTopic).key;
     await clearWindowTables(suite.counter.dataSource);
   });
 
-  /** Stores one bucket of view_count per start, of row `rowId`. */
-  const store = async (granularity: Granularity, starts: number[], rowId = '1') => {
+  /** Stores one bucket of view_count per start, of row `rowId` of `of` (RankedPost's key by default). */
+  const store = async (granularity: Granularity, starts: number[], of = entity, rowId = '1') => {
     const rows = starts.map((start) => ({
-      entity,
+      entity: of,
       counter: 'view_count',
       rowId,
       granularity,
@@ -56,6 +62,7 @@ describe.each(DATABASES)('bucket pruning on %s', (database) => {
     await store(
       'hour',
       [-3, -2, -1, 0, 1].map((n) => KEPT_HOURS_FROM + n * HOUR),
+      topics,
     );
     await store(
       'day',
@@ -71,7 +78,7 @@ describe.each(DATABASES)('bucket pruning on %s', (database) => {
 
   it('deletes a thousand buckets a statement, ten statements a granularity at most', async () => {
     const old = Array.from({ length: 10_500 }, (_, n) => KEPT_HOURS_FROM - 2 * HOUR - n * HOUR);
-    await store('hour', old);
+    await store('hour', old, topics);
     expect(await upkeep.prune(NOW_MS)).toBe(10_000);
     expect(await buckets().count()).toBe(500);
     expect(await upkeep.prune(NOW_MS)).toBe(500);
@@ -81,14 +88,16 @@ describe.each(DATABASES)('bucket pruning on %s', (database) => {
   it('never deletes a bucket that a rolling window still counts', async () => {
     const windowStart = KEPT_HOURS_FROM - 5 * HOUR;
     await suite.counter.dataSource.getRepository(CounterRollingWindow).insert([
-      { entity, counter: 'view_count', window: '24h', from: String(windowStart) },
-      { entity, counter: 'view_count', window: '7d', from: String(windowStart + 2 * HOUR) },
+      { entity: topics, counter: 'view_count', window: '3h', from: String(windowStart) },
       // A window no counter declares any more holds nothing back.
-      { entity, counter: 'view_count', window: '48h', from: String(windowStart - 10 * HOUR) },
+      { entity: topics, counter: 'view_count', window: '48h', from: String(windowStart - 10 * HOUR) },
+      // Nor does one of another counter.
+      { entity, counter: 'view_count', window: '24h', from: String(windowStart - 10 * HOUR) },
     ]);
     await store(
       'hour',
       [-7, -6, -5, -4, -1, 0].map((n) => KEPT_HOURS_FROM + n * HOUR),
+      topics,
     );
 
     expect(await upkeep.prune(NOW_MS)).toBe(2);
@@ -98,11 +107,11 @@ describe.each(DATABASES)('bucket pruning on %s', (database) => {
 
   it('prunes after a flush that went well, at most every few minutes', async () => {
     const current = () => Math.ceil((Date.now() - HOUR_RETENTION_MS) / 1_000 / HOUR) * HOUR;
-    await store('hour', [current() - 3 * HOUR]);
+    await store('hour', [current() - 3 * HOUR], topics);
     expect((await suite.counter.counters.flush()).error).toBeUndefined();
     expect(await buckets().count()).toBe(0);
 
-    await store('hour', [current() - 3 * HOUR]);
+    await store('hour', [current() - 3 * HOUR], topics);
     expect((await suite.counter.counters.flush()).error).toBeUndefined();
     expect(await buckets().count()).toBe(1);
   });

@@ -310,12 +310,14 @@ describe.each(DATABASES)('counter buckets on %s', (database) => {
         .map((key) => Number(key.split(' ').at(-1)))
         .sort((x, y) => x - y);
 
-    expect(await db.pruneBuckets('hour', H(3), 2)).toBe(2);
+    const ofViews = (granularity: 'hour' | 'day') => ({ entity: posts.key, counter: 'view_count', granularity });
+    expect(await db.pruneBuckets(ofViews('hour'), H(3), 2)).toBe(2);
     expect(await hours()).toEqual([H(2), H(3), H(4)]);
-    expect(await db.pruneBuckets('hour', H(3), 10)).toBe(1);
+    expect(await db.pruneBuckets(ofViews('hour'), H(3), 10)).toBe(1);
     expect(await hours()).toEqual([H(3), H(4)]);
-    expect(await db.pruneBuckets('hour', H(3), 10)).toBe(0);
-    expect(await db.pruneBuckets('day', D(1), 10)).toBe(1);
+    expect(await db.pruneBuckets(ofViews('hour'), H(3), 10)).toBe(0);
+    expect(await db.pruneBuckets({ ...ofViews('day'), counter: 'like_count' }, D(1), 10)).toBe(0);
+    expect(await db.pruneBuckets(ofViews('day'), D(1), 10)).toBe(1);
     expect(await stored()).toEqual({
       [`${posts.key} view_count ${a} hour ${H(3)}`]: 4,
       [`${posts.key} view_count ${a} hour ${H(4)}`]: 5,

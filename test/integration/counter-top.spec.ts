@@ -1,11 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { CounterBucket, CounterRollingSum, CounterRollingWindow, InvalidCounterOptionError } from '../../lib/index.js';
-import { CounterRegistry } from '../../lib/counter.registry.js';
-import { toDeltaBatch } from '../../lib/flush/claimed-batch.js';
-import { CounterKeys } from '../../lib/redis/counter.keys.js';
-import { FlushStore } from '../../lib/redis/flush.store.js';
-import { CounterDatabase } from '../../lib/sql/counter.database.js';
 import { RankedPost, RankedTopic, ROLLING_ENTITIES } from '../fixtures/rolling-entities.js';
+import { claimShardOf } from '../support/batch-in-flight.js';
 import { useCounterSuite } from '../support/counter-suite.js';
 import { awayFromHourEdge, clearWindowTables, DAY, HOUR, storedStarts } from '../support/rolling-tables.js';
 import { TARGETS } from '../support/topologies.js';
@@ -149,20 +145,7 @@ describe.each(TARGETS)('top on %s, %s', (database, topology) => {
     await flush();
     const id = base + 8;
     await counters().increment(RankedPost, id, 'view_count', 20);
-    const app = suite.counter.app;
-    const posts = app.get(CounterRegistry).get(RankedPost);
-    const keys = app.get(CounterKeys);
-    const shard = keys.shard(posts.key, keys.shardOf(String(id)));
-    const store = app.get(FlushStore);
-    const claim = await store.claim(shard, {
-      counters: posts.scriptNames,
-      numericIds: true,
-      token: 'test',
-      leaseMs: 30_000,
-      batchId: `top-${id}`,
-      limit: 1_000,
-    });
-    if (claim.kind !== 'batch') throw new Error(`no batch claimed: ${claim.kind}`);
+    const inFlight = await claimShardOf(suite.counter.app, RankedPost, id, `top-${id}`);
     const expected = [
       { id, value: 22 },
       { id: base + 6, value: 12 },
@@ -177,10 +160,9 @@ describe.each(TARGETS)('top on %s, %s', (database, topology) => {
     await counters().increment(RankedPost, id, 'view_count', 1);
     expect(await top()).toEqual(expected);
     // Written, not acknowledged: in the database and still in Redis's batch.
-    const { batch } = toDeltaBatch(keys, posts, shard.shard, claim.batchId, claim.rows);
-    expect(await app.get(CounterDatabase).applyBatches([batch])).toMatchObject({ applied: true });
+    expect(await inFlight.write()).toMatchObject({ applied: true });
     expect(await top()).toEqual(expected);
-    expect(await store.ack(shard, claim.batchId, 'test', true, posts.scriptNames, [])).toBe(true);
+    expect(await inFlight.ack()).toBe(true);
     expect(await top()).toEqual(expected);
     await flush();
     expect(await top()).toEqual(expected);

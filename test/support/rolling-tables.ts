@@ -4,6 +4,7 @@ import { CounterBucket, CounterRollingSum, CounterRollingWindow } from '../../li
 import type { CountedEntity, CounterField } from '../../lib/model/counted-entity.js';
 import type { DeltaBatch } from '../../lib/model/delta-batch.js';
 import type { Granularity } from '../../lib/model/time-bucket.js';
+import { insideOneHour } from './one-hour.js';
 
 export const HOUR = 3_600;
 export const DAY = 86_400;
@@ -58,7 +59,6 @@ export async function clearWindowTables(dataSource: DataSource): Promise<void> {
 }
 
 /** Waits, when the hour ends within `marginMs`, until it has: a test that reads the clock twice sees one hour. */
-export async function awayFromHourEdge(marginMs = 10_000): Promise<void> {
-  const left = 3_600_000 - (Date.now() % 3_600_000);
-  if (left < marginMs) await new Promise((resolve) => setTimeout(resolve, left + 50));
+export function awayFromHourEdge(marginMs = 10_000): Promise<void> {
+  return insideOneHour(marginMs);
 }

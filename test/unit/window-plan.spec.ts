@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { CounterWindowBeyondRetentionError, InvalidCounterOptionError } from '../../lib/index.js';
-import { bucketStarts, checkRetention, coveringRanges, windowBounds } from '../../lib/windows/window.plan.js';
+import {
+  bucketStarts,
+  checkRetention,
+  coveringRanges,
+  storedRanges,
+  windowBounds,
+} from '../../lib/windows/window.plan.js';
 
 const HOUR = 3_600;
 const DAY = 86_400;
@@ -47,6 +53,35 @@ describe('the buckets of a window', () => {
     expect(coveringRanges(['hour'], bounds)).toEqual([bounds]);
     const days = { granularity: 'day' as const, from: DAY_27, to: DAY_27 + 3 * DAY };
     expect(coveringRanges(['day'], days)).toEqual([days]);
+  });
+
+  it('reads the finest buckets over the whole window, and the coarser rows its whole days rolled up into', () => {
+    // Hours before, whole days, hours after: every hour of the window, and the two days' rows.
+    const hoursAndDays = coveringRanges(['hour', 'day'], {
+      granularity: 'hour',
+      from: DAY_27 - 2 * HOUR,
+      to: DAY_27 + 2 * DAY + 3 * HOUR,
+    });
+    expect(storedRanges(['hour', 'day'], hoursAndDays)).toEqual([
+      { granularity: 'hour', from: DAY_27 - 2 * HOUR, to: DAY_27 + 2 * DAY + 3 * HOUR },
+      { granularity: 'day', from: DAY_27, to: DAY_27 + 2 * DAY },
+    ]);
+    // Whole days only, as `series` of days asks: their hours and their rows.
+    const days = { granularity: 'day' as const, from: DAY_27 - 3 * DAY, to: DAY_27 };
+    expect(storedRanges(['hour', 'day'], [days])).toEqual([
+      { granularity: 'hour', from: DAY_27 - 3 * DAY, to: DAY_27 },
+      days,
+    ]);
+    // No whole day in the window: its hours only.
+    const hours = { granularity: 'hour' as const, from: DAY_27 - HOUR, to: DAY_27 + 22 * HOUR };
+    expect(storedRanges(['hour', 'day'], coveringRanges(['hour', 'day'], hours))).toEqual([hours]);
+    // A counter of one granularity: that one, over the window, with or without whole days in it.
+    const longHours = { granularity: 'hour' as const, from: DAY_27 - 2 * HOUR, to: DAY_27 + 2 * DAY + 3 * HOUR };
+    expect(storedRanges(['hour'], coveringRanges(['hour'], longHours))).toEqual([longHours]);
+    expect(storedRanges(['hour'], coveringRanges(['hour'], hours))).toEqual([hours]);
+    expect(storedRanges(['day'], coveringRanges(['day'], days))).toEqual([days]);
+    const oneDay = { granularity: 'day' as const, from: DAY_27, to: DAY_27 + DAY };
+    expect(storedRanges(['day'], coveringRanges(['day'], oneDay))).toEqual([oneDay]);
   });
 
   it('lists the starts of a range', () => {

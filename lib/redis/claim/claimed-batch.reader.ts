@@ -49,7 +49,7 @@ const SAFE_DIGITS = 15;
  * ASCII, and neither holds a space), its value the delta; a bucket's is "<encoded id> <counter>@<letter>
  * <start>" (buckets.lua.ts, no space before the start). The batch's own fields ('#…') and changes that
  * netted to zero are skipped. `counters` are the counters claimed for as the claim script takes them
- * (`view_count@hd` for a windowed one, see CounterField.scriptName). Changes of other counters, and
+ * (`view_count@h` for a windowed one, see CounterField.scriptName). Changes of other counters, and
  * buckets of a granularity their counter does not keep here, come back as they came, for the flusher to
  * give back (give-back.lua.ts). Fields are read as bytes, an integer id as a number, without
  * making a string of either. Throws `UnreadableDumpError` for a payload the parser does not read.

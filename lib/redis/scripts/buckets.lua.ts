@@ -5,11 +5,12 @@
 export const BUCKETS_LUA = String.raw`
 --@include clock
 --[[
-A windowed counter comes to a script as '<name>@<letters>', a letter per granularity (CounterField's
-scriptName). Besides its pending change '<encoded id> <name>', each change of it adds its delta to the
-pending hash's field '<encoded id> <name>@<letter><start>' of each granularity: start is when the bucket
-holding the change's instant begins (Unix seconds, UTC, by Redis's clock). The flush writes those into
-CounterBucket with the total, in one transaction.
+A windowed counter comes to a script as '<name>@<letter>', the letter of its finest granularity
+(CounterField's scriptName; the coarser buckets are made of the finest ones in the database). Besides
+its pending change '<encoded id> <name>', each change of it adds its delta to the pending hash's field
+'<encoded id> <name>@<letter><start>': start is when the bucket holding the change's instant begins
+(Unix seconds, UTC, by Redis's clock). The flush writes those into CounterBucket with the total, in one
+transaction. (The scripts take several letters too, one bucket each.)
 Invariant: a row's pending bucket fields all hold changes made since it joined the dirty set, so a claim
 of some of a shard's rows finds each row's fields from its dirty-set score on (bucket_fields).
 ]]

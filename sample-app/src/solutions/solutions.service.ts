@@ -63,8 +63,8 @@ export class SolutionsService {
   }
 
   /**
-   * The solutions liked most over the last 24 hours, most first (ties by id), as of the last flush: read
-   * from the sums the flush keeps for `like_count`'s rolling window, with the titles from the table.
+   * The solutions liked most over the last 24 hours, most first (ties by id), live: the sums the flush
+   * keeps for `like_count`'s rolling window plus the likes waiting in Redis, with the titles from the table.
    */
   async trending(): Promise<TrendingSolution[]> {
     const top = await this.counters.top(Solution, 'like_count', {

@@ -6,7 +6,7 @@ import { SolutionsService, type TrendingSolution } from './solutions.service.js'
 export class TrendingSolutionsController {
   constructor(private readonly solutions: SolutionsService) {}
 
-  /** GET /solutions/trending: `[{ id, title, likes }]`, the 5 liked most in the last 24 hours, as of the last flush. */
+  /** GET /solutions/trending: `[{ id, title, likes }]`, the 5 liked most in the last 24 hours, live. */
   @Get()
   trending(): Promise<TrendingSolution[]> {
     return this.solutions.trending();
