@@ -22,15 +22,26 @@ interface ShardCall {
   encodedIds: string[];
 }
 
-/** Per window (in the order of the entity's windows), a row's count by id as text. */
+/** Per window (in the order of the entity type's windows), a row's count by id as text. */
 type RollingCounts = Array<Map<string, number>>;
+
+/** The rolling counts one entity type of a value needs, and where they go. */
+interface EntityRead {
+  entity: CountedEntity;
+  windows: RollingCountWindow[];
+  /** Ids as text, as the database keeps them. */
+  ids: string[];
+  calls: ShardCall[];
+  instances: CountedInstance[];
+}
 
 /**
  * Writes into `@RollingCount()` properties what `count` gives over their windows, live, for all the
- * entities of a value at once: per entity type, the database's sums in one statement and the changes
- * still in Redis in one script call per shard touched (pipelined). As `count` does, the read of Redis
- * comes with each shard's version, the statement tells which batches in flight the database has, and
- * Redis is asked again afterwards; if a shard moved, the read starts over.
+ * entities of a value at once: the changes still in Redis in one script call per shard touched, all
+ * entity types' in one pipeline per node, and per entity type the database's sums in one statement. As
+ * `count` does, the read of Redis comes with each shard's version, the statement tells which batches in
+ * flight the database has, and Redis is asked again afterwards; an entity type whose shards moved is
+ * read again.
  */
 @Injectable()
 export class RollingCountOverlay {
@@ -45,80 +56,100 @@ export class RollingCountOverlay {
 
   /**
    * Overlays the rolling counts of `instances`, in place; never rejects. With Redis unreachable, the
-   * values the database has (as of the last flush); on any other failure an entity type's properties
-   * keep the values they were loaded with, and a warning is logged.
+   * values the database has (as of the last flush); on any other failure the properties keep the
+   * values they were loaded with (those of an entity type, when only its statement failed), and a
+   * warning is logged.
    */
   async overlay(instances: readonly CountedInstance[]): Promise<void> {
+    try {
+      const reads = this.plan(instances);
+      if (reads.length === 0) return;
+      const counts = await this.read(reads);
+      reads.forEach((read, r) => {
+        if (counts[r]) write(read, counts[r]);
+      });
+    } catch (error) {
+      this.warn(error);
+    }
+  }
+
+  private plan(instances: readonly CountedInstance[]): EntityRead[] {
+    const nowMs = Date.now();
+    const reads: EntityRead[] = [];
     const byEntity = groupBy(
       instances.filter(({ entity }) => entity.rollingCounts.length > 0),
       ({ entity }) => entity,
     );
-    await Promise.all(
-      [...byEntity].map(([entity, group]) =>
-        this.overlayEntity(entity, group).catch((error: Error) =>
-          this.logger.warn(WINDOW_MESSAGES.rollingCountsFailed(error.message)),
-        ),
-      ),
-    );
+    for (const [entity, group] of byEntity) {
+      const ids = new Map<string, string>();
+      for (const { instance } of group) {
+        const text = idTextOf(entity, instance);
+        if (text !== undefined && !ids.has(text)) ids.set(text, this.keys.encodeId(text));
+      }
+      if (ids.size === 0) continue;
+      const windows = entityWindows(entity, nowMs);
+      reads.push({
+        entity,
+        windows,
+        ids: [...ids.keys()],
+        calls: shardCalls(this.keys, entity, ids),
+        instances: group,
+      });
+    }
+    return reads;
   }
 
-  private async overlayEntity(entity: CountedEntity, group: CountedInstance[]): Promise<void> {
-    const nowMs = Date.now();
-    const windows = entityWindows(entity, nowMs);
-    const ids = new Map<string, string>();
-    for (const { instance } of group) {
-      const id = instance[entity.primary.propertyName];
-      if (id === undefined || id === null) continue;
-      const text = canonicalIdText(entity, toRowId(entity, id).sql);
-      if (!ids.has(text)) ids.set(text, this.keys.encodeId(text));
-    }
-    if (ids.size === 0) return;
-    const counts = await this.read(entity, windows, ids);
-    const windowOf = (field: CountedEntity['rollingCounts'][number]) =>
-      windows.findIndex((window) => window.counter === field.counter && window.window === field.window);
-    for (const { instance } of group) {
-      const id = instance[entity.primary.propertyName];
-      if (id === undefined || id === null) continue;
-      const text = canonicalIdText(entity, toRowId(entity, id).sql);
-      for (const field of entity.rollingCounts) instance[field.propertyName] = counts[windowOf(field)].get(text) ?? 0;
-    }
-  }
-
-  /** The live counts of the rows of `ids` (encoded ids by id as text) over `windows`. */
-  private async read(
-    entity: CountedEntity,
-    windows: RollingCountWindow[],
-    ids: Map<string, string>,
-  ): Promise<RollingCounts> {
-    const calls = shardCalls(this.keys, entity, ids);
-    const ranges = windows.map(({ counter, from, to }) => ({
-      counter: counter.name,
-      granularity: counter.windows[0],
-      from,
-      to,
-    }));
+  /** Per entity type, its live counts; undefined for one whose read failed (and was logged). */
+  private async read(reads: EntityRead[]): Promise<Array<RollingCounts | undefined>> {
+    const counts: Array<RollingCounts | undefined> = reads.map(() => undefined);
+    let pending = reads.map((_, r) => r);
     const retry = new SeedRetry();
     for (;;) {
       const before = await this.unlessUnavailable(() =>
-        Promise.all(calls.map((call) => this.store.read(call.shard, ranges, call.encodedIds))),
+        Promise.all(pending.map((r) => this.readShards(reads[r], true))),
       );
-      const batchIds = [...new Set((before ?? []).map((shard) => shard.batchId).filter((id) => id !== ''))];
-      const stored = await this.database.read(entity, 'reading rolling counts', () =>
-        this.database.rollingCounts.read(entity, windows, [...ids.keys()], batchIds),
+      const stored = await Promise.allSettled(
+        pending.map((r, p) => {
+          const { entity, windows, ids } = reads[r];
+          const batchIds = [...new Set((before?.[p] ?? []).map((shard) => shard.batchId).filter((id) => id !== ''))];
+          return this.database.read(entity, 'reading rolling counts', () =>
+            this.database.rollingCounts.read(entity, windows, ids, batchIds),
+          );
+        }),
       );
-      // With Redis unreachable, the database's values: as of the last flush, as `count` answers then.
-      if (!before) return stored.values;
-      const after = await this.unlessUnavailable(() =>
-        Promise.all(calls.map((call) => this.store.read(call.shard, [], []))),
-      );
-      if (!after) return stored.values;
-      if (after.every((shard, c) => shard.version === before[c].version)) return merged(calls, before, stored);
+      const after =
+        before &&
+        (await this.unlessUnavailable(() => Promise.all(pending.map((r) => this.readShards(reads[r], false)))));
+      const moved: number[] = [];
+      pending.forEach((r, p) => {
+        const result = stored[p];
+        if (result.status === 'rejected') return this.warn(result.reason);
+        // With Redis unreachable, the database's values: as of the last flush, as `count` answers then.
+        if (!before || !after) counts[r] = result.value.values;
+        else if (after[p].every((shard, c) => shard.version === before[p][c].version)) {
+          counts[r] = merged(reads[r].calls, before[p], result.value);
+        } else moved.push(r);
+      });
+      if (moved.length === 0) return counts;
       if (!(await retry.next())) {
-        throw new CounterSeedContentionError(WINDOW_MESSAGES.rollingCountsContended(entity.name), {
-          entity: entity.name,
-        });
+        for (const r of moved) this.warn(contended(reads[r].entity));
+        return counts;
       }
+      pending = moved;
     }
+  }
+
+  /** Each shard call's waiting changes, or with `changes` false its version alone; sent in one turn. */
+  private readShards(read: EntityRead, changes: boolean): Promise<WaitingShardChanges[]> {
+    const ranges = changes
+      ? read.windows.map(({ counter, from, to }) => ({
+          counter: counter.name,
+          granularity: counter.windows[0],
+          from,
+          to,
+        }))
+      : [];
+    return Promise.all(read.calls.map((call) => this.store.read(call.shard, ranges, changes ? call.encodedIds : [])));
   }
 
   /** `read`'s result; undefined when Redis is unreachable. */
@@ -129,6 +160,34 @@ export class RollingCountOverlay {
       if (error instanceof CounterStoreUnavailableError) return undefined;
       throw error;
     }
+  }
+
+  private warn(error: unknown): void {
+    this.logger.warn(WINDOW_MESSAGES.rollingCountsFailed((error as Error).message));
+  }
+}
+
+function contended(entity: CountedEntity): CounterSeedContentionError {
+  return new CounterSeedContentionError(WINDOW_MESSAGES.rollingCountsContended(entity.name), { entity: entity.name });
+}
+
+/** An instance's id as text, as the database keeps it; undefined when it has none. */
+function idTextOf(entity: CountedEntity, instance: Record<string, unknown>): string | undefined {
+  const id = instance[entity.primary.propertyName];
+  return id === undefined || id === null ? undefined : canonicalIdText(entity, toRowId(entity, id).sql);
+}
+
+/** Writes each instance's counts into its rolling count properties. */
+function write({ entity, windows, instances }: EntityRead, counts: RollingCounts): void {
+  const windowOf = entity.rollingCounts.map((field) =>
+    windows.findIndex((window) => window.counter === field.counter && window.window === field.window),
+  );
+  for (const { instance } of instances) {
+    const text = idTextOf(entity, instance);
+    if (text === undefined) continue;
+    entity.rollingCounts.forEach((field, f) => {
+      instance[field.propertyName] = counts[windowOf[f]].get(text) ?? 0;
+    });
   }
 }
 
