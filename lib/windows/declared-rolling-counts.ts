@@ -28,7 +28,7 @@ export function declaredRollingCounts(
   const { entity } = context;
   const fields: RollingCountField[] = [];
   for (const { propertyName, counterName, window: length } of declared) {
-    const refuse = (message: string) => new InvalidCounterDefinitionError(message);
+    const refuse = (message: string) => new InvalidCounterDefinitionError(message, { entity, counter: counterName });
     if (context.isColumn(propertyName)) throw refuse(WINDOW_MESSAGES.rollingCountIsColumn(entity, propertyName));
     if (fields.some((field) => field.propertyName === propertyName)) {
       throw refuse(WINDOW_MESSAGES.rollingCountTwice(entity, propertyName));
@@ -50,6 +50,7 @@ export function declaredRollingCounts(
     if (window.seconds * 1_000 > retentionMs) {
       throw new CounterConfigurationError(
         WINDOW_MESSAGES.rollingCountBeyondRetention(entity, propertyName, window.name, finest, retentionMs),
+        { entity, counter: counterName },
       );
     }
     // '1d' and '24h' are the same window: its sums are kept under the name the counter declares.

@@ -114,6 +114,7 @@ describe.each(DATABASES)('rolling count declarations on %s', (databaseName) => {
   it('refuses an unknown counter, naming the known ones', async () => {
     const error = await refusal(entityWith(WINDOWED, 'hitz', '24h'));
     expect(error).toBeInstanceOf(InvalidCounterDefinitionError);
+    expect(error).toMatchObject({ entity: 'Tracked', counter: 'hitz' });
     expect((error as Error).message).toBe(
       'Tracked.recent is a @RollingCount() of "hitz", which is not a counter of Tracked. Name one of its ' +
         'counters (hits, plain), declared with @Counted().',
@@ -147,6 +148,7 @@ describe.each(DATABASES)('rolling count declarations on %s', (databaseName) => {
   it('refuses a length beyond the buckets kept', async () => {
     const error = await refusal(entityWith(WINDOWED, 'hits', '8d'));
     expect(error).toBeInstanceOf(CounterConfigurationError);
+    expect(error).toMatchObject({ entity: 'Tracked', counter: 'hits' });
     expect((error as Error).message).toBe(
       "Tracked.recent is a @RollingCount() over '8d', which counts hour buckets further back than " +
         'bucketRetentionMs.hour (604800000 ms) keeps them. Keep hours longer (bucketRetentionMs.hour), or count ' +
