@@ -24,8 +24,8 @@ export interface RollingCountWindow {
 export interface StoredRollingCounts {
   /** Per window asked for, in order: the flushed value by id as text (absent: 0). */
   values: Array<Map<string, number>>;
-  /** The batches asked about that the ledger holds. */
-  applied: Set<string>;
+  /** Per row, by id as text: the batches asked about that the ledger held, as the row's statement saw it. */
+  applied: Map<string, ReadonlySet<string>>;
 }
 
 /** What a statement gives back: 0 a stored sum, 1 a window's start, 2 a bucket, 3 a batch the ledger holds. */
@@ -53,22 +53,27 @@ export class RollingCountQuery {
     private readonly rolling: CounterRolling,
   ) {}
 
-  /** The flushed values of `windows` for the rows of `ids` (ids as text), and which of `batchIds` are applied. */
+  /**
+   * The flushed values of `windows` for the rows of `ids` (ids as text), and which of `batchIds` the
+   * ledger held in the snapshot that read each row.
+   */
   async read(
     entity: CountedEntity,
     windows: readonly RollingCountWindow[],
     ids: readonly string[],
     batchIds: readonly string[],
   ): Promise<StoredRollingCounts> {
-    const stored: StoredRollingCounts = { values: windows.map(() => new Map()), applied: new Set() };
+    const stored: StoredRollingCounts = { values: windows.map(() => new Map()), applied: new Map() };
     for (let first = 0; first < ids.length; first += IDS_PER_STATEMENT) {
       const chunk = ids.slice(first, first + IDS_PER_STATEMENT);
-      const rows = await this.statement(entity, windows, chunk, first === 0 ? batchIds : []);
+      const rows = await this.statement(entity, windows, chunk, batchIds);
+      // Each statement has its own snapshot: a batch may be written between two of them.
+      const applied = new Set(rows.filter((row) => Number(row.k) === 3).map((row) => String(row.r)));
+      for (const id of chunk) stored.applied.set(id, applied);
       const starts = new Map<number, number>();
       for (const row of rows) if (Number(row.k) === 1) starts.set(Number(row.q), Number(row.v));
       for (const row of rows) {
         const kind = Number(row.k);
-        if (kind === 3) stored.applied.add(String(row.r));
         if (kind !== 0 && kind !== 2) continue;
         const q = Number(row.q);
         const value = kind === 0 ? Number(row.v) : Number(row.v) * bucketSign(windows[q], starts.get(q), Number(row.s));

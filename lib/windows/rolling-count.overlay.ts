@@ -216,16 +216,16 @@ function shardCalls(keys: CounterKeys, entity: CountedEntity, ids: Map<string, s
 
 /**
  * The database's values plus the changes waiting in Redis; a row's changes in its shard's batch in
- * flight count only if the statement did not find that batch in the ledger (which counted them already).
+ * flight count only if the statement that read the row did not find that batch in the ledger (which
+ * counted them already).
  */
 function merged(calls: ShardCall[], shards: WaitingShardChanges[], stored: StoredRollingCounts): RollingCounts {
   const counts = stored.values.map((values) => new Map(values));
   calls.forEach((call, c) => {
     const { batchId, rows } = shards[c];
-    const inFlightApplied = stored.applied.has(batchId);
     call.ids.forEach((id, r) =>
       rows[r].forEach(({ waiting, inFlight }, w) => {
-        const change = waiting + (inFlightApplied ? 0 : inFlight);
+        const change = waiting + (stored.applied.get(id)?.has(batchId) ? 0 : inFlight);
         if (change !== 0) counts[w].set(id, (counts[w].get(id) ?? 0) + change);
       }),
     );

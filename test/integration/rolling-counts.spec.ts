@@ -193,6 +193,27 @@ describe.each(TARGETS)('rolling counts overlaid on %s, %s', (databaseName, topol
     });
   });
 
+  it('overlays 1,100 rows through the service, more than one statement and one script call hold', async () => {
+    const ids = Array.from({ length: 1_100 }, (_, i) => 100_000 + i);
+    const stories = counter.dataSource.getRepository(Story);
+    for (let from = 0; from < ids.length; from += 100) {
+      await stories.insert(ids.slice(from, from + 100).map((id) => ({ id, title: 'many' })));
+    }
+    const changed = [0, 249, 250, 999, 1_000, 1_099];
+    for (const i of changed.slice(0, 3)) await counters().increment(Story, ids[i], 'view_count', i + 1);
+    await flush();
+    for (const i of changed) await counters().increment(Story, ids[i], 'view_count', 1);
+    const loaded = await stories.find({ where: { title: 'many' }, order: { id: 'ASC' } });
+    const overlaid = await counters().overlay(loaded, { windowed: true });
+    expect(overlaid).toBe(loaded);
+    // The first three changed before the flush and after it, the others after it only.
+    const changes = new Map(changed.map((i, n) => [i, n < 3 ? i + 2 : 1]));
+    const expected = (i: number) => changes.get(i) ?? 0;
+    expect(loaded.map(({ id, viewsToday, viewsThisWeek }) => [id, viewsToday, viewsThisWeek])).toEqual(
+      ids.map((id, i) => [id, expected(i), expected(i)]),
+    );
+  });
+
   it('fills entities of two types in one result, each with its own windows', async () => {
     const [story] = await newStories(1);
     const clips = [`c-${nextId}:{eu} 1`, `c-${nextId}-2`];
