@@ -267,6 +267,31 @@ describe.each(TARGETS)('rolling counts overlaid on %s, %s', (databaseName, topol
     expect(windows((await get(`/rolling/stories/${id}`)).body as StoryBody)).toEqual(expected);
   });
 
+  it('counts what a window counts while its stored start is ahead (another instance moved it on first)', async () => {
+    const [id] = await newStories(1);
+    await counters().increment(Story, id, 'view_count', 4);
+    await flush();
+    // The day's window moved past the current hour, as an instance whose clock is ahead would leave it:
+    // its sum no longer holds the hour's 4. Both are put back afterwards, for the tests that follow.
+    const table = counter.dataSource.getMetadata(Story).tablePath;
+    const day = { entity: table, counter: 'view_count', window: '24h' };
+    const sum = { ...day, rowId: String(id) };
+    const windowRows = counter.dataSource.getRepository(CounterRollingWindow);
+    const sums = counter.dataSource.getRepository(CounterRollingSum);
+    const { from } = await windowRows.findOneByOrFail(day);
+    const nextHour = String((Math.floor(Date.now() / HOUR_MS) + 1) * 3_600);
+    await windowRows.update(day, { from: nextHour });
+    await sums.update(sum, { value: '0' });
+    try {
+      const expected = { id, viewsToday: 4, viewsThisWeek: 4 };
+      expect(await counted(id)).toEqual(expected);
+      expect(windows((await get(`/rolling/stories/${id}`)).body as StoryBody)).toEqual(expected);
+    } finally {
+      await windowRows.update(day, { from });
+      await sums.update(sum, { value: '4' });
+    }
+  });
+
   it('keeps @LiveCounts() to the totals', async () => {
     const [id] = await newStories(1);
     await counters().increment(Story, id, 'view_count', 2);
