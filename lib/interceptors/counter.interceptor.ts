@@ -15,11 +15,10 @@ import type { CounterOverlayOptions } from '../interfaces/counter-overlay.interf
 @Injectable()
 export class CounterInterceptor implements NestInterceptor {
   private readonly logger = new Logger('CounterInterceptor');
+  /** Made here rather than injected, so that `new CounterInterceptor(counters)` keeps working. */
+  private readonly reflector = new Reflector();
 
-  constructor(
-    private readonly counters: CounterService,
-    private readonly reflector: Reflector,
-  ) {}
+  constructor(private readonly counters: CounterService) {}
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     const options = this.reflector.getAllAndOverride<CounterOverlayOptions | undefined>(LIVE_COUNTS_METADATA, [
