@@ -3,7 +3,6 @@ import { chunks, groupBy } from '../collections.js';
 import type { CountedInstance } from '../counted-instances.js';
 import { MAX_ROWS_PER_CALL } from '../counter.constants.js';
 import { CounterSeedContentionError } from '../exceptions/counter-seed-contention.error.js';
-import { CounterStoreUnavailableError } from '../exceptions/counter-store-unavailable.error.js';
 import type { CountedEntity } from '../model/counted-entity.js';
 import { canonicalIdText, toRowId } from '../model/row-id.js';
 import { CounterKeys, type ShardKeys } from '../redis/counter.keys.js';
@@ -11,6 +10,7 @@ import { RollingCountStore, type WaitingShardChanges } from '../redis/rolling-co
 import { SeedRetry } from '../seed.retry.js';
 import type { RollingCountWindow, StoredRollingCounts } from '../sql/rolling-count.query.js';
 import { CounterDatabase } from '../sql/counter.database.js';
+import { unlessStoreUnavailable } from './unless-store-unavailable.js';
 import { WINDOW_MESSAGES } from './window.messages.js';
 import { windowBounds } from './window.plan.js';
 
@@ -105,7 +105,7 @@ export class RollingCountOverlay {
     let pending = reads.map((_, r) => r);
     const retry = new SeedRetry();
     for (;;) {
-      const before = await this.unlessUnavailable(() =>
+      const before = await unlessStoreUnavailable(() =>
         Promise.all(pending.map((r) => this.readShards(reads[r], true))),
       );
       const stored = await Promise.allSettled(
@@ -119,7 +119,7 @@ export class RollingCountOverlay {
       );
       const after =
         before &&
-        (await this.unlessUnavailable(() => Promise.all(pending.map((r) => this.readShards(reads[r], false)))));
+        (await unlessStoreUnavailable(() => Promise.all(pending.map((r) => this.readShards(reads[r], false)))));
       const moved: number[] = [];
       pending.forEach((r, p) => {
         const result = stored[p];
@@ -150,16 +150,6 @@ export class RollingCountOverlay {
         }))
       : [];
     return Promise.all(read.calls.map((call) => this.store.read(call.shard, ranges, changes ? call.encodedIds : [])));
-  }
-
-  /** `read`'s result; undefined when Redis is unreachable. */
-  private async unlessUnavailable<T>(read: () => Promise<T>): Promise<T | undefined> {
-    try {
-      return await read();
-    } catch (error) {
-      if (error instanceof CounterStoreUnavailableError) return undefined;
-      throw error;
-    }
   }
 
   private warn(error: unknown): void {
