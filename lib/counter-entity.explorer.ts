@@ -5,6 +5,7 @@ import { MESSAGES } from './counter.messages.js';
 import { CounterRegistry } from './counter.registry.js';
 import type { ColumnMetadata, CounterField } from './model/counted-entity.js';
 import { getCountedProperties } from './decorators/counted.decorator.js';
+import { getRollingCountProperties } from './decorators/rolling-count.decorator.js';
 import { InvalidCounterDefinitionError } from './exceptions/invalid-counter-definition.error.js';
 import { CounterConfigurationError } from './exceptions/counter-configuration.error.js';
 import type { EntityClass } from './interfaces/entity-class.interface.js';
@@ -18,6 +19,7 @@ import { CounterBucket } from './sql/counter-bucket.entity.js';
 import { CounterRollingSum } from './sql/counter-rolling-sum.entity.js';
 import { CounterRollingWindow } from './sql/counter-rolling-window.entity.js';
 import { declaredRolling } from './windows/declared-rolling.js';
+import { declaredRollingCounts } from './windows/declared-rolling-counts.js';
 import { declaredWindows, scriptNameOf } from './windows/declared-windows.js';
 import { WINDOW_MESSAGES } from './windows/window.messages.js';
 
@@ -36,8 +38,8 @@ const INTEGER_TYPES = new Set([
 const COUNTER_NAME = /^[A-Za-z0-9_-]+$/;
 
 /**
- * Walks the data source's entity metadata at bootstrap and registers every entity with `@Counted()`
- * properties, refusing declarations that could not work with a message that names the fix.
+ * Walks the data source's entity metadata at bootstrap and registers every entity with `@Counted()` (or
+ * `@RollingCount()`) properties, refusing declarations that could not work with a message that names the fix.
  */
 @Injectable()
 export class CounterEntityExplorer implements OnModuleInit {
@@ -55,8 +57,8 @@ export class CounterEntityExplorer implements OnModuleInit {
     }
     for (const metadata of this.dataSource.entityMetadatas) {
       if (typeof metadata.target !== 'function') continue;
-      const properties = getCountedProperties(metadata.target);
-      if (properties.length > 0) this.register(metadata, metadata.target as EntityClass, dialect);
+      const declared = getCountedProperties(metadata.target).length + getRollingCountProperties(metadata.target).length;
+      if (declared > 0) this.register(metadata, metadata.target as EntityClass, dialect);
     }
   }
 
@@ -112,6 +114,12 @@ export class CounterEntityExplorer implements OnModuleInit {
         scriptName,
       });
     }
+    const rollingCounts = declaredRollingCounts(getRollingCountProperties(target), {
+      entity: name,
+      counters,
+      isColumn: (propertyName) => metadata.findColumnWithPropertyName(propertyName) !== undefined,
+      bucketRetentionMs: this.options.bucketRetentionMs,
+    });
     const primary = metadata.primaryColumns[0];
     const primaryType = this.typeOf(primary);
     const numericId = INTEGER_TYPES.has(primaryType);
@@ -128,6 +136,7 @@ export class CounterEntityExplorer implements OnModuleInit {
       counters,
       counterNames: counters.map((counter) => counter.name),
       scriptNames: counters.map((counter) => counter.scriptName),
+      rollingCounts,
     });
   }
 

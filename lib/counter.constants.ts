@@ -1,6 +1,12 @@
 /** Metadata key under which `@Counted()` stores an entity's counted properties. */
 export const COUNTED_METADATA = 'counter:counted';
 
+/** Metadata key under which `@RollingCount()` stores an entity's rolling count properties. */
+export const ROLLING_COUNT_METADATA = 'counter:rolling-count';
+
+/** Metadata key under which `@LiveCounts()` stores a route's overlay options. */
+export const LIVE_COUNTS_METADATA = 'counter:live-counts';
+
 /** Internal token of the options after defaults were merged. */
 export const COUNTER_OPTIONS = 'counter:options';
 

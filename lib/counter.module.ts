@@ -10,6 +10,7 @@ import { COUNTER_FACTORY_PROVIDERS } from './counter.providers.js';
 import { CounterReader } from './counter.reader.js';
 import { CounterWindows } from './windows/counter-windows.js';
 import { CounterTop } from './windows/counter-top.js';
+import { RollingCountOverlay } from './windows/rolling-count.overlay.js';
 import { RollingUpkeep } from './windows/rolling.upkeep.js';
 import { CounterRegistry } from './counter.registry.js';
 import { CounterService } from './counter.service.js';
@@ -52,6 +53,7 @@ import { CounterValueHydrator } from './sql/counter-value.hydrator.js';
     CounterFlushScheduler,
     CounterChangeApplier,
     CounterOverlay,
+    RollingCountOverlay,
     CounterReconciler,
     CounterStatusReader,
     CounterService,

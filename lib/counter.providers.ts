@@ -13,6 +13,7 @@ import { EvictionPolicyCheck } from './redis/eviction-policy.check.js';
 import { FlushStore } from './redis/flush.store.js';
 import { BucketStore } from './redis/bucket.store.js';
 import { BucketScanStore } from './redis/bucket-scan.store.js';
+import { RollingCountStore } from './redis/rolling-count.store.js';
 import { IncrementBatcher } from './redis/increment.batcher.js';
 import { ScriptRunner } from './redis/script.runner.js';
 import { CountedRowsQuery } from './sql/counted-rows.query.js';
@@ -81,6 +82,11 @@ export const COUNTER_FACTORY_PROVIDERS: Provider[] = [
   {
     provide: BucketScanStore,
     useFactory: (runner: ScriptRunner) => new BucketScanStore(runner),
+    inject: [ScriptRunner],
+  },
+  {
+    provide: RollingCountStore,
+    useFactory: (runner: ScriptRunner) => new RollingCountStore(runner),
     inject: [ScriptRunner],
   },
   {

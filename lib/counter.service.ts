@@ -7,6 +7,7 @@ import { CounterStatusReader } from './counter-status.reader.js';
 import { CounterRowNotFoundError } from './exceptions/counter-row-not-found.error.js';
 import { CounterFlusher } from './flush/counter.flusher.js';
 import type { CounterChangeOptions, CounterChangeOutcome } from './interfaces/counter-change.interface.js';
+import type { CounterOverlayOptions } from './interfaces/counter-overlay.interface.js';
 import type { CounterStatus } from './interfaces/counter-status.interface.js';
 import type { EntityClass } from './interfaces/entity-class.interface.js';
 import type { FlushReport } from './interfaces/flush-report.interface.js';
@@ -129,10 +130,12 @@ export class CounterService {
    * array, or plain objects containing them (pagination wrappers, relations). Returns `value`. Each value
    * has the type TypeORM loads the column as (a `bigint` as text on PostgreSQL and MySQL/MariaDB, or
    * what its transformer gives). When Redis is unreachable the entities keep their database values (a
-   * NULL counter becomes 0, as a live read gives it) and a warning is logged.
+   * NULL counter becomes 0, as a live read gives it) and a warning is logged. With `{ windowed: true }`,
+   * their `@RollingCount()` properties too, as `count` gives them (one SQL statement per entity type): as
+   * of the last flush when Redis is unreachable, left as loaded (and a warning logged) on other failures.
    */
-  overlay<T>(value: T): Promise<T> {
-    return this.overlays.overlay(value);
+  overlay<T>(value: T, options?: CounterOverlayOptions): Promise<T> {
+    return this.overlays.overlay(value, options);
   }
 
   /**

@@ -8,6 +8,7 @@ export {
 } from './filters/counter-exception.filter.js';
 export { Counted } from './decorators/counted.decorator.js';
 export { LiveCounts } from './decorators/live-counts.decorator.js';
+export { RollingCount } from './decorators/rolling-count.decorator.js';
 export { CounterLedgerEntry } from './sql/counter-ledger.entity.js';
 export { CounterBucket } from './sql/counter-bucket.entity.js';
 export { CounterRollingWindow } from './sql/counter-rolling-window.entity.js';

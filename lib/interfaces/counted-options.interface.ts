@@ -52,3 +52,11 @@ export interface CountedPropertyMetadata {
   counterName: string;
   options: CountedOptions;
 }
+
+/** What `@RollingCount()` records on an entity class, one entry per decorated property. */
+export interface RollingCountPropertyMetadata {
+  propertyName: string;
+  counterName: string;
+  /** As given: one of the counter's `rolling` windows (`'24h'`). */
+  window: string;
+}

@@ -7,3 +7,4 @@ export * from './counter-health-options.interface.js';
 export * from './counter-change.interface.js';
 export * from './reconcile.interface.js';
 export * from './counter-window.interface.js';
+export * from './counter-overlay.interface.js';

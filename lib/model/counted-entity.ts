@@ -37,6 +37,16 @@ export interface CounterField {
   scriptName: string;
 }
 
+/**
+ * A property (not a column) that the overlay fills, when asked for windows, with a counter's net change
+ * over one of its rolling windows (`@RollingCount()`).
+ */
+export interface RollingCountField {
+  propertyName: string;
+  counter: CounterField;
+  window: RollingWindow;
+}
+
 /** What the module knows about one counted entity. */
 export interface CountedEntity {
   target: EntityClass;
@@ -59,4 +69,6 @@ export interface CountedEntity {
   counterNames: string[];
   /** The counters' `scriptName`s, in the same order, for the claim script. */
   scriptNames: string[];
+  /** Its `@RollingCount()` properties; empty when it has none. */
+  rollingCounts: RollingCountField[];
 }

@@ -10,6 +10,7 @@ import { INCREMENT_LUA } from './scripts/increment.lua.js';
 import { READ_LUA } from './scripts/read.lua.js';
 import { RELEASE_LUA } from './scripts/release.lua.js';
 import { RENEW_LUA } from './scripts/renew.lua.js';
+import { ROLLING_COUNT_READ_LUA } from './scripts/rolling-count-read.lua.js';
 import { REPAIR_ENQUEUE_LUA } from './scripts/repair-enqueue.lua.js';
 import { REPAIR_SAVE_LUA } from './scripts/repair-save.lua.js';
 import { REPAIR_TAKE_LUA } from './scripts/repair-take.lua.js';
@@ -42,6 +43,7 @@ export const COUNTER_SCRIPTS = {
   nestjsCounterRepairSave: loadLua(REPAIR_SAVE_LUA),
   nestjsCounterBucketRead: loadLua(BUCKET_READ_LUA),
   nestjsCounterBucketScan: loadLua(BUCKET_SCAN_LUA),
+  nestjsCounterRollingCountRead: loadLua(ROLLING_COUNT_READ_LUA),
 } as const;
 
 /**

@@ -12,6 +12,7 @@ import type { BucketRange } from '../model/time-bucket.js';
 import { CounterBuckets, type StoredBuckets } from './counter.buckets.js';
 import { CounterLedger } from './counter.ledger.js';
 import { CounterRolling } from './counter-rolling.js';
+import { RollingCountQuery } from './rolling-count.query.js';
 import { CounterTopQuery } from './counter-top.query.js';
 import { dialectFor } from './dialect-for.js';
 import { onPrimary } from './on-primary.js';
@@ -53,6 +54,8 @@ export class CounterDatabase {
   readonly rolling: CounterRolling;
   /** The database's side of a live `top`. */
   readonly top: CounterTopQuery;
+  /** The statement of the overlay of rolling counts. */
+  readonly rollingCounts: RollingCountQuery;
   /** When this instance last pruned the ledger (0: not yet, so its first flush that goes well does). */
   private lastPrunedAt = 0;
   private readonly logger = new Logger('CounterFlush');
@@ -68,6 +71,7 @@ export class CounterDatabase {
     this.buckets = new CounterBuckets(dataSource, this.dialect, this.ledger);
     this.rolling = new CounterRolling(dataSource, this.dialect);
     this.top = new CounterTopQuery(dataSource, this.dialect, this.ledger, this.buckets, this.rolling);
+    this.rollingCounts = new RollingCountQuery(dataSource, this.dialect, this.ledger, this.buckets, this.rolling);
   }
 
   /** Counter values of the rows that exist, by id as the database returns it. */

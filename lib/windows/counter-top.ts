@@ -2,7 +2,6 @@ import { Inject, Injectable } from '@nestjs/common';
 import { COUNTER_OPTIONS } from '../counter.constants.js';
 import { CounterRegistry } from '../counter.registry.js';
 import { CounterSeedContentionError } from '../exceptions/counter-seed-contention.error.js';
-import { CounterStoreUnavailableError } from '../exceptions/counter-store-unavailable.error.js';
 import { InvalidCounterOptionError } from '../exceptions/invalid-counter-option.error.js';
 import type { EntityClass } from '../interfaces/entity-class.interface.js';
 import type { CounterTopRow, CounterTopWindow } from '../interfaces/counter-window.interface.js';
@@ -19,6 +18,7 @@ import { compareRanked, type RankedSource, type StoredTop } from '../sql/counter
 import { CounterDatabase } from '../sql/counter.database.js';
 import { RollingUpkeep } from './rolling.upkeep.js';
 import { readVersions, readWaitingChanges, type WaitingChanges } from './waiting-changes.reader.js';
+import { unlessStoreUnavailable } from './unless-store-unavailable.js';
 import { WINDOW_MESSAGES } from './window.messages.js';
 import { checkRetention, coveringRanges, storedRanges, windowBounds } from './window.plan.js';
 
@@ -75,7 +75,7 @@ export class CounterTop {
       // A rolling window's sums count every bucket from its start on.
       const to = plan.rolling ? Number.MAX_SAFE_INTEGER : bounds.to;
       const target: BucketScanTarget = { counter: field.name, granularity: field.windows[0], from: bounds.from, to };
-      const waiting = await this.unlessUnavailable(() =>
+      const waiting = await unlessStoreUnavailable(() =>
         readWaitingChanges(this.store, this.keys, counted, shards, target),
       );
       if (waiting !== 'moved') {
@@ -89,7 +89,7 @@ export class CounterTop {
         }
         // With Redis unreachable, the database's values: as of the last flush, as `count` answers then.
         if (!waiting) return this.rows(counted, stored.ranked.slice(0, limit));
-        const after = await this.unlessUnavailable(() => readVersions(this.store, shards, target));
+        const after = await unlessStoreUnavailable(() => readVersions(this.store, shards, target));
         if (!after) return this.rows(counted, stored.ranked.slice(0, limit));
         if (after.every((version, shard) => version === waiting.versions[shard])) {
           return this.rows(counted, merged(counted, stored, waiting, limit));
@@ -137,16 +137,6 @@ export class CounterTop {
       // The start only moves on: the same after the read as the goal, it was so during the read too.
       return (await sums.start(key)) === rolling.from ? stored : undefined;
     });
-  }
-
-  /** `read`'s result; undefined when Redis is unreachable. */
-  private async unlessUnavailable<T>(read: () => Promise<T>): Promise<T | undefined> {
-    try {
-      return await read();
-    } catch (error) {
-      if (error instanceof CounterStoreUnavailableError) return undefined;
-      throw error;
-    }
   }
 
   private rows(entity: CountedEntity, ranked: RankedRow[]): CounterTopRow[] {

@@ -2,17 +2,17 @@ import { Inject, Injectable } from '@nestjs/common';
 import { COUNTER_OPTIONS } from '../counter.constants.js';
 import { CounterRegistry } from '../counter.registry.js';
 import { CounterSeedContentionError } from '../exceptions/counter-seed-contention.error.js';
-import { CounterStoreUnavailableError } from '../exceptions/counter-store-unavailable.error.js';
 import { InvalidCounterOptionError } from '../exceptions/invalid-counter-option.error.js';
 import type { EntityClass } from '../interfaces/entity-class.interface.js';
 import type { ResolvedCounterOptions } from '../interfaces/resolved-counter-options.interface.js';
 import type { CountedEntity, CounterField } from '../model/counted-entity.js';
 import { toRowId, type RowId } from '../model/row-id.js';
 import { GRANULARITY_SECONDS, bucketKey, type BucketRange } from '../model/time-bucket.js';
-import { BucketStore, type WaitingBucketChanges } from '../redis/bucket.store.js';
+import { BucketStore } from '../redis/bucket.store.js';
 import { CounterKeys } from '../redis/counter.keys.js';
 import { SeedRetry } from '../seed.retry.js';
 import { CounterDatabase } from '../sql/counter.database.js';
+import { unlessStoreUnavailable } from './unless-store-unavailable.js';
 import { WINDOW_MESSAGES } from './window.messages.js';
 import { bucketStarts, checkRetention, coveringRanges, storedRanges, windowBounds } from './window.plan.js';
 import type { CounterBucketValue, CounterSeriesWindow, CounterWindow } from '../interfaces/counter-window.interface.js';
@@ -104,18 +104,10 @@ export class CounterWindows {
     const finest = ranges[0];
     const retry = new SeedRetry();
     for (;;) {
-      let before: WaitingBucketChanges;
-      try {
-        before = await this.store.read(shard, encodedId, field.name, finest);
-      } catch (error) {
-        if (!(error instanceof CounterStoreUnavailableError)) throw error;
-        return (await this.database.readBuckets(counted, field, rowId.sql, ranges, undefined)).values;
-      }
+      const before = await unlessStoreUnavailable(() => this.store.read(shard, encodedId, field.name, finest));
+      if (!before) return (await this.database.readBuckets(counted, field, rowId.sql, ranges, undefined)).values;
       const stored = await this.database.readBuckets(counted, field, rowId.sql, ranges, before.batchId || undefined);
-      const after = await this.store.read(shard, encodedId, field.name).catch((error: unknown) => {
-        if (error instanceof CounterStoreUnavailableError) return undefined;
-        throw error;
-      });
+      const after = await unlessStoreUnavailable(() => this.store.read(shard, encodedId, field.name));
       if (!after) return stored.values;
       if (after.version === before.version) {
         const values = new Map(stored.values);

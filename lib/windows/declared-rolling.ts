@@ -30,7 +30,8 @@ export function declaredRolling(
   return parsed as RollingWindow[];
 }
 
-function parseRolling(name: unknown): RollingWindow | undefined {
+/** A rolling window's length as declared (`'24h'`, `'7d'`); undefined for anything else. */
+export function parseRolling(name: unknown): RollingWindow | undefined {
   const match = typeof name === 'string' ? ROLLING_NAME.exec(name) : null;
   return match ? { name: match[0], seconds: Number(match[1]) * UNIT_SECONDS[match[2]] } : undefined;
 }

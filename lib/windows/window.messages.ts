@@ -24,6 +24,36 @@ export const WINDOW_MESSAGES = {
     `${entity}.${counter} declares the rolling window '${window}', which counts ${granularity} buckets ` +
     `further back than bucketRetentionMs.${granularity} (${retentionMs} ms) keeps them. Keep ` +
     `${granularity}s longer (bucketRetentionMs.${granularity}), or declare a shorter window.`,
+  rollingCountIsColumn: (entity: string, property: string) =>
+    `${entity}.${property} is a column, so @RollingCount() cannot fill it: the overlay writes a window's ` +
+    `count into a property the database does not load. Remove its @Column(), or put @RollingCount() on ` +
+    `another property.`,
+  rollingCountTwice: (entity: string, property: string) =>
+    `${entity}.${property} carries @RollingCount() more than once; keep one per property.`,
+  rollingCountUnknownCounter: (entity: string, property: string, counter: string, known: readonly string[]) =>
+    `${entity}.${property} is a @RollingCount() of "${counter}", which is not a counter of ${entity}. Name one ` +
+    `of its counters${known.length > 0 ? ` (${known.join(', ')})` : ''}, declared with @Counted().`,
+  rollingCountNotWindowed: (entity: string, property: string, counter: string) =>
+    `${entity}.${property} is a @RollingCount() of ${counter}, which keeps no counts over time: declare ` +
+    `@Counted('${counter}', { windows: ['hour', 'day'], rolling: ['24h'] }).`,
+  rollingCountBadWindow: (entity: string, property: string, window: unknown, finest: string) =>
+    `${entity}.${property} is a @RollingCount() over ${JSON.stringify(window)}; give a length '<n>h' or ` +
+    `'<n>d', a whole number of ${finest}s (its counter's finest granularity): @RollingCount('view_count', '24h').`,
+  rollingCountBeyondRetention: (
+    entity: string,
+    property: string,
+    window: string,
+    granularity: string,
+    retentionMs: number,
+  ) =>
+    `${entity}.${property} is a @RollingCount() over '${window}', which counts ${granularity} buckets further ` +
+    `back than bucketRetentionMs.${granularity} (${retentionMs} ms) keeps them. Keep ${granularity}s longer ` +
+    `(bucketRetentionMs.${granularity}), or count over a shorter window.`,
+  rollingCountNotDeclared: (entity: string, property: string, counter: string, window: string, declared: string[]) =>
+    `${entity}.${property} is a @RollingCount() over '${window}', which is not one of ${counter}'s rolling ` +
+    `windows (${declared.length > 0 ? declared.map((name) => `'${name}'`).join(', ') : 'none'}): the overlay ` +
+    `reads the sum the flush keeps per row and window. Add it: @Counted('${counter}', { windows: [...], ` +
+    `rolling: [${[...declared, window].map((name) => `'${name}'`).join(', ')}] }).`,
   badLimit: (limit: unknown, most: number) =>
     `The "limit" of top must be a whole number from 1 to ${most}; got ${String(limit)}.`,
   bucketPruneFailed: (reason: string) =>
@@ -48,6 +78,10 @@ export const WINDOW_MESSAGES = {
   windowContended: (entity: string, id: string) =>
     `The window of ${entity} ${id} could not be read: flushes of its shard kept moving its changes. Retrying ` +
     `is safe.`,
+  rollingCountsContended: (entity: string) =>
+    `The rolling counts of ${entity} could not be read: flushes of their shards kept moving their changes.`,
+  rollingCountsFailed: (reason: string) =>
+    `Overlaying rolling counts failed (${reason}); they keep the values they were loaded with.`,
   topContended: (entity: string, counter: string) =>
     `The top rows of ${entity}.${counter} could not be read: flushes kept moving its changes. Retrying is safe.`,
   hourEdgeHint: () => 'Start the window at midnight UTC to count it in days, or keep hours longer.',

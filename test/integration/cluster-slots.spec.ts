@@ -12,6 +12,7 @@ import { createTestDatabase, DATABASES, type TestDatabase } from '../../support/
 import { Article, ArticleBeforeViewCount, ENTITIES, Remark } from '../fixtures/entities.js';
 import { Reply, SOURCED_ENTITIES, Topic } from '../fixtures/sourced-entities.js';
 import { Post, WINDOWED_ENTITIES } from '../fixtures/windowed-entities.js';
+import { ROLLING_COUNT_ENTITIES, Story } from '../fixtures/rolling-count-entities.js';
 import { deleteKeys, masters, uniquePrefix } from '../../support/redis.js';
 import { articleCounts, insertArticles, insertRemarks, remarkCounts, spreadIds } from '../../support/rows.js';
 import { claimedBatchId, claimedIds, replicasAwaited, scriptArguments, scriptsBySha } from '../support/script-calls.js';
@@ -41,6 +42,7 @@ const LIBRARY_SCRIPTS = [
   'nestjsCounterRenew',
   'nestjsCounterBucketRead',
   'nestjsCounterBucketScan',
+  'nestjsCounterRollingCountRead',
 ];
 
 /**
@@ -289,6 +291,15 @@ describe.runIf(TOPOLOGIES.includes('cluster'))('hash slots of every command on a
     expect((await flush()).rows).toBe(1);
     expect(await counters.count(Post, 1, 'view_count', lastDay)).toBe(3);
     expect(await counters.top(Post, 'view_count', { ...lastDay, limit: 5 })).toEqual([{ id: 1, value: 3 }]);
+    // An overlay of rolling counts reads the rows' changes, then the versions, a shard per call.
+    const stories = dataSource.getRepository(Story);
+    await stories.insert([{ id: 1 }, { id: 2 }]);
+    expect(await counters.increment(Story, 2, 'view_count', 4)).toBe(4);
+    const overlaid = await counters.overlay(await stories.find({ order: { id: 'ASC' } }), { windowed: true });
+    expect(overlaid.map(({ id, viewsToday }) => [id, viewsToday])).toEqual([
+      [1, 0],
+      [2, 4],
+    ]);
     // A loss of a shard's data with repairOnDataLoss: the claim that makes its generation key again
     // queues the repair, which is walked under the deployment's repair lease (repair keys of one slot).
     const repairing = await startCounterApp({
@@ -338,7 +349,7 @@ describe.runIf(TOPOLOGIES.includes('cluster'))('hash slots of every command on a
       database: database.options,
       keyPrefix: prefix,
       redis: client,
-      entities: [...ENTITIES, ...SOURCED_ENTITIES, ...WINDOWED_ENTITIES],
+      entities: [...ENTITIES, ...SOURCED_ENTITIES, ...WINDOWED_ENTITIES, ...ROLLING_COUNT_ENTITIES],
       counter: {
         shards: SHARDS,
         flushBatchSize: BATCH_SIZE,
