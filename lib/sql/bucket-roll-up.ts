@@ -1,6 +1,6 @@
 import type { QueryRunner } from 'typeorm';
 import { bucketStart } from '../model/time-bucket.js';
-import { bucketCounterParams, bucketsOfCounter } from './bucket-statements.js';
+import { bucketsOf } from './bucket-statements.js';
 import type { BucketRows, BucketTable, CounterDialect } from './counter-dialect.js';
 import { compareIds } from './merge-batches.js';
 
@@ -29,11 +29,12 @@ export async function rollUpHours(
   limit: number,
 ): Promise<number> {
   const p = (position: number) => dialect.placeholder(position);
+  const ofHours = bucketsOf(table, { ...key, granularity: 'hour' }, p);
   const hours: HourBucketRow[] = await runner.query(
     `SELECT ${table.rowId} AS r, ${table.start} AS s, ${table.value} AS v FROM ${table.table} ` +
-      `WHERE ${bucketsOfCounter(table, p)} AND ${table.start} < ${p(4)} ` +
+      `WHERE ${ofHours.sql} AND ${table.start} < ${p(4)} ` +
       `ORDER BY ${table.start} LIMIT ${p(5)}${dialect.forUpdate}`,
-    [...bucketCounterParams({ ...key, granularity: 'hour' }), before, limit],
+    [...ofHours.params, before, limit],
   );
   if (hours.length === 0) return 0;
   const days = daySums(key, hours);
@@ -48,15 +49,12 @@ export async function rollUpHours(
   }
   for (let from = 0; from < hours.length; from += DELETED_PER_STATEMENT) {
     const some = hours.slice(from, from + DELETED_PER_STATEMENT);
-    const params = bucketCounterParams({ ...key, granularity: 'hour' });
+    const params = [...ofHours.params];
     const named = some.map((hour) => {
       params.push(hour.r, Number(hour.s));
       return `(${table.rowId} = ${p(params.length - 1)} AND ${table.start} = ${p(params.length)})`;
     });
-    await runner.query(
-      `DELETE FROM ${table.table} WHERE ${bucketsOfCounter(table, p)} AND (${named.join(' OR ')})`,
-      params,
-    );
+    await runner.query(`DELETE FROM ${table.table} WHERE ${ofHours.sql} AND (${named.join(' OR ')})`, params);
   }
   return hours.length;
 }

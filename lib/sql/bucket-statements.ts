@@ -81,13 +81,22 @@ export function bucketTuples(count: number): string {
   return Array.from({ length: count }, () => '(?, ?, ?, ?, ?, ?)').join(', ');
 }
 
-/** `entity = … AND counter = … AND granularity = …`, the parameters at positions 1-3 (`bucketCounterParams`). */
-export function bucketsOfCounter(table: BucketTable, parameter: (position: number) => string): string {
-  const { entity, counter, granularity } = table;
-  return `${entity} = ${parameter(1)} AND ${counter} = ${parameter(2)} AND ${granularity} = ${parameter(3)}`;
-}
-
-/** The values of `bucketsOfCounter`'s parameters. */
-export function bucketCounterParams(counter: BucketCounter): unknown[] {
-  return [counter.entity, counter.counter, counter.granularity];
+/**
+ * `[entity = … AND counter = … AND] granularity = …` and its values, the placeholders written by
+ * `parameter(position)` from 1 on.
+ */
+export function bucketsOf(
+  table: BucketTable,
+  counter: BucketCounter,
+  parameter: (position: number) => string,
+): { sql: string; params: unknown[] } {
+  const params: unknown[] = [];
+  const equal = (column: string, value: unknown) => {
+    params.push(value);
+    return `${column} = ${parameter(params.length)}`;
+  };
+  const conditions = counter.entity === undefined ? [] : [equal(table.entity, counter.entity)];
+  if (counter.counter !== undefined) conditions.push(equal(table.counter, counter.counter));
+  conditions.push(equal(table.granularity, counter.granularity));
+  return { sql: conditions.join(' AND '), params };
 }

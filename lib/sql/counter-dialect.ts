@@ -47,11 +47,11 @@ export interface BucketRows {
   deltas: number[];
 }
 
-/** One counter's buckets of one granularity. */
+/** One counter's buckets of one granularity; without entity and counter, every counter's. */
 export interface BucketCounter {
   /** The entity's key (its table path). */
-  entity: string;
-  counter: string;
+  entity?: string;
+  counter?: string;
   granularity: Granularity;
 }
 
@@ -119,8 +119,8 @@ export interface CounterDialect {
    */
   addBuckets(table: BucketTable, buckets: BucketRows, from: number, to: number): Statement;
   /**
-   * One statement deleting at most `limit` buckets of one counter and `granularity` that start before
-   * `before`, the oldest first: the order in which the index on (granularity, start) gives them.
+   * One statement deleting at most `limit` buckets of one counter (or of all) and granularity that start
+   * before `before`, the oldest first: the order in which the index on (granularity, start) gives them.
    */
   pruneBuckets(table: BucketTable, counter: BucketCounter, before: number, limit: number): Statement;
   /** What ends a SELECT that share-locks the rows it reads (nothing where one writer runs at a time). */

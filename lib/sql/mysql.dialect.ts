@@ -15,8 +15,7 @@ import {
   bucketSumParams,
   bucketSumsSelect,
   bucketTuples,
-  bucketCounterParams,
-  bucketsOfCounter,
+  bucketsOf,
   sumColumns,
   sumParams,
 } from './bucket-statements.js';
@@ -50,12 +49,13 @@ export const mysqlDialect: CounterDialect = {
   addDeltas: (target, rows, from, to) => joinedDeltas(target, rows, from, to, 'select'),
   maxBucketsPerStatement: 1_000,
   addBuckets: (table, buckets, from, to) => upsertedBuckets(table, buckets, from, to, 'row alias'),
-  pruneBuckets: (table, counter, before, limit) => ({
-    sql:
-      `DELETE FROM ${table.table} WHERE ${bucketsOfCounter(table, () => '?')} AND ${table.start} < ? ` +
-      `ORDER BY ${table.start} LIMIT ?`,
-    params: [...bucketCounterParams(counter), before, limit],
-  }),
+  pruneBuckets: (table, counter, before, limit) => {
+    const of = bucketsOf(table, counter, () => '?');
+    return {
+      sql: `DELETE FROM ${table.table} WHERE ${of.sql} AND ${table.start} < ? ORDER BY ${table.start} LIMIT ?`,
+      params: [...of.params, before, limit],
+    };
+  },
   forShare: ' FOR SHARE',
   forUpdate: ' FOR UPDATE',
   insertWindow: (tables) =>

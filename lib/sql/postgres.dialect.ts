@@ -10,11 +10,10 @@ import {
 } from './counter-dialect.js';
 import {
   bucketColumns,
-  bucketCounterParams,
   bucketPrimaryKey,
   bucketSumParams,
   bucketSumsSelect,
-  bucketsOfCounter,
+  bucketsOf,
   sumColumns,
 } from './bucket-statements.js';
 import type { DeltaRows } from '../model/delta-batch.js';
@@ -88,12 +87,13 @@ export const postgresDialect: CounterDialect = {
   pruneBuckets(table, counter, before, limit) {
     // DELETE takes no LIMIT: the rows go by primary key, from a SELECT that takes one.
     const key = bucketPrimaryKey(table);
+    const of = bucketsOf(table, counter, (position) => `$${position}`);
+    const next = of.params.length + 1;
     return {
       sql:
         `DELETE FROM ${table.table} WHERE (${key}) IN (SELECT ${key} FROM ${table.table} ` +
-        `WHERE ${bucketsOfCounter(table, (position) => `$${position}`)} AND ${table.start} < $4 ` +
-        `ORDER BY ${table.start} LIMIT $5)`,
-      params: [...bucketCounterParams(counter), before, limit],
+        `WHERE ${of.sql} AND ${table.start} < $${next} ORDER BY ${table.start} LIMIT $${next + 1})`,
+      params: [...of.params, before, limit],
     };
   },
 

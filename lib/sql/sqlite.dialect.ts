@@ -14,8 +14,7 @@ import {
   bucketSumParams,
   bucketSumsSelect,
   bucketTuples,
-  bucketCounterParams,
-  bucketsOfCounter,
+  bucketsOf,
   sumColumns,
   sumParams,
 } from './bucket-statements.js';
@@ -69,12 +68,15 @@ export const sqliteDialect: CounterDialect = {
   },
 
   // DELETE … LIMIT needs a compile-time option of SQLite: the rows go by rowid, from a SELECT that limits.
-  pruneBuckets: (table, counter, before, limit) => ({
-    sql:
-      `DELETE FROM ${table.table} WHERE rowid IN (SELECT rowid FROM ${table.table} ` +
-      `WHERE ${bucketsOfCounter(table, () => '?')} AND ${table.start} < ? ORDER BY ${table.start} LIMIT ?)`,
-    params: [...bucketCounterParams(counter), before, limit],
-  }),
+  pruneBuckets: (table, counter, before, limit) => {
+    const of = bucketsOf(table, counter, () => '?');
+    return {
+      sql:
+        `DELETE FROM ${table.table} WHERE rowid IN (SELECT rowid FROM ${table.table} ` +
+        `WHERE ${of.sql} AND ${table.start} < ? ORDER BY ${table.start} LIMIT ?)`,
+      params: [...of.params, before, limit],
+    };
+  },
 
   // One writer at a time: a transaction's reads see no other's writes until it ends.
   forShare: '',

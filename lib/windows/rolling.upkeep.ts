@@ -4,7 +4,7 @@ import { CounterRegistry } from '../counter.registry.js';
 import type { ResolvedCounterOptions } from '../interfaces/resolved-counter-options.interface.js';
 import type { CountedEntity, CounterField } from '../model/counted-entity.js';
 import { rollingFrom, type RollingWindow } from '../model/rolling-window.js';
-import { GRANULARITY_SECONDS, bucketStart, type Granularity } from '../model/time-bucket.js';
+import { GRANULARITIES, GRANULARITY_SECONDS, bucketStart, type Granularity } from '../model/time-bucket.js';
 import { rollUpHours } from '../sql/bucket-roll-up.js';
 import { CounterDatabase } from '../sql/counter.database.js';
 import { WINDOW_MESSAGES } from './window.messages.js';
@@ -73,7 +73,8 @@ export class RollingUpkeep {
    * those of its finest granularity that start before `keptFrom - length` (`keptFrom`: the oldest start
    * a window may have, see `checkRetention`; the bucket before it may still be read by a window that
    * began a moment ago), never those a rolling window still counts; then deletes its coarser buckets the
-   * same way. Returns how many buckets it deleted or rolled up.
+   * same way. Then deletes any bucket past the longest retention, whatever its counter. Returns how many
+   * buckets it deleted or rolled up.
    */
   async prune(nowMs: number): Promise<number> {
     const starts = this.rollingWindows().length > 0 ? await this.database.rolling.starts() : new Map<string, number>();
@@ -108,6 +109,13 @@ export class RollingUpkeep {
           );
         }
       }
+    }
+    // Counters no longer declared (or of entities gone) have no pass of their own: theirs go once past
+    // the longest retention, which no declared counter's buckets outlive.
+    const longest = Math.max(...GRANULARITIES.map((granularity) => this.options.bucketRetentionMs[granularity]));
+    const before = oldestKeptStart('day', longest, nowMs) - GRANULARITY_SECONDS.day;
+    for (const granularity of GRANULARITIES) {
+      deleted += await this.inBatches((limit) => this.database.pruneBuckets({ granularity }, before, limit));
     }
     return deleted;
   }

@@ -76,6 +76,38 @@ describe.each(DATABASES)('bucket pruning on %s', (database) => {
     expect(await upkeep.prune(NOW_MS)).toBe(0);
   });
 
+  it('deletes the buckets of counters no longer declared once past the longest retention', async () => {
+    const keptFrom = KEPT_DAYS_FROM - DAY;
+    const gone = async (counter: string, of: string) => {
+      for (const granularity of ['hour', 'day'] as const) {
+        await buckets().insert(
+          [keptFrom - 2 * DAY, keptFrom - DAY, keptFrom].map((start) => ({
+            entity: of,
+            counter,
+            rowId: '7',
+            granularity,
+            start: String(start),
+            value: '1',
+          })),
+        );
+      }
+    };
+    await gone('removed_count', entity);
+    await gone('view_count', 'no_such_table');
+
+    expect(await upkeep.prune(NOW_MS)).toBe(8);
+
+    const left = (await buckets().find()).map((row) => `${row.entity} ${row.counter} ${row.granularity} ${row.start}`);
+    expect(left.sort()).toEqual(
+      [
+        `no_such_table view_count day ${keptFrom}`,
+        `no_such_table view_count hour ${keptFrom}`,
+        `${entity} removed_count day ${keptFrom}`,
+        `${entity} removed_count hour ${keptFrom}`,
+      ].sort(),
+    );
+  });
+
   it('deletes a thousand buckets a statement, ten statements a granularity at most', async () => {
     const old = Array.from({ length: 10_500 }, (_, n) => KEPT_HOURS_FROM - 2 * HOUR - n * HOUR);
     await store('hour', old, topics);
