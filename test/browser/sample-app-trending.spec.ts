@@ -151,9 +151,12 @@ describe.skipIf(!chromiumAvailable())('"Trending today" on the sample app\'s pag
     await page.click('#flush-toggle');
     await page.waitForFunction(() => document.getElementById('flush-schedule')?.textContent === 'every 1.0 s');
     await likeAs(4, 2);
+    // Live first, then in SQL once the next scheduled flush wrote it.
     await waitForTrends([4, 3, 3, 1]);
+    await expect
+      .poll(async () => (await sqlTrends()).map(({ id }) => id), { timeout: 10_000 })
+      .toEqual([astar, 2, bfs, 1]);
     const flushed = await sqlTrends();
-    expect(flushed.map(({ id }) => id)).toEqual([astar, 2, bfs, 1]);
     expect(await bucketTrends()).toEqual(flushed);
     expect((await shownTrends()).map(({ id, title, likes }) => ({ id, title, likes }))).toEqual(flushed);
     expect(harness.pageErrors).toEqual([]);
