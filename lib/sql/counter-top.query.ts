@@ -124,16 +124,8 @@ export class CounterTopQuery {
   /** The pieces of the statement that add up buckets; placeholders made in the order of the text. */
   private summedSelects(entity: CountedEntity, source: { counter: CounterField; ranges: BucketRange[] }) {
     const t = this.buckets.table();
-    const ofCounter = (parameter: (value: unknown) => string) => {
-      // Placeholders made in the order of the text.
-      const counter = `${t.entity} = ${parameter(entity.key)} AND ${t.counter} = ${parameter(source.counter.name)}`;
-      const inRanges = source.ranges.map(
-        (range) =>
-          `(${t.granularity} = ${parameter(range.granularity)} AND ${t.start} >= ${parameter(range.from)} ` +
-          `AND ${t.start} < ${parameter(range.to)})`,
-      );
-      return `${counter} AND (${inRanges.join(' OR ')})`;
-    };
+    const ofCounter = (parameter: (value: unknown) => string) =>
+      this.buckets.ofCounter(entity, source.counter, source.ranges, parameter);
     return {
       ranked: (parameter: (value: unknown) => string, count: number) =>
         `SELECT ${t.rowId} AS r, SUM(${t.value}) AS v FROM ${t.table} WHERE ${ofCounter(parameter)} ` +

@@ -129,8 +129,11 @@ export class CounterBuckets {
     return { params, parameter };
   }
 
-  /** `entity = ? AND counter = ? AND (the buckets of one of the ranges)`, for the counter's buckets. */
-  private ofCounter(
+  /**
+   * `entity = ? AND counter = ? AND (the buckets of one of the ranges)`, for the counter's buckets, its
+   * placeholders made by `parameter` in the order of the text.
+   */
+  ofCounter(
     entity: CountedEntity,
     counter: CounterField,
     ranges: BucketRange[],
