@@ -16,6 +16,8 @@ const HOUR = 3_600;
 const DAY = 86_400;
 /** The last UTC midnight, in Unix seconds: near the app's clock, so windows stay within the retention. */
 const MIDNIGHT = Math.floor(Date.now() / 1_000 / DAY) * DAY;
+/** The field that keeps a pending hash a hash table (wide-hash.lua.ts); the first change makes it. */
+const WIDE = '-'.repeat(65);
 /** 10:00:00 UTC the day before. */
 const TEN_O_CLOCK = MIDNIGHT - DAY + 10 * HOUR;
 
@@ -251,6 +253,7 @@ describe('the buckets a claim takes', () => {
       [`2 view_count@h${TEN_O_CLOCK + 2 * HOUR}`]: '10',
     });
     expect(await redis.hgetall(shard.pending)).toEqual({
+      '#wide': WIDE,
       '3 view_count': '13',
       [`3 view_count@h${TEN_O_CLOCK}`]: '3',
       [`3 view_count@h${TEN_O_CLOCK + 2 * HOUR}`]: '10',
@@ -265,6 +268,7 @@ describe('the buckets a claim takes', () => {
     expect(await store.ack(shard, 'b-1', 't', false, scriptNames, ['1'])).toBe(true);
     expect(await redis.zrange(shard.dirty, '0', '-1')).toEqual(['3']);
     expect(await redis.hgetall(shard.pending)).toEqual({
+      '#wide': WIDE,
       '3 view_count': '13',
       [`3 view_count@h${TEN_O_CLOCK}`]: '3',
       [`3 view_count@h${TEN_O_CLOCK + 2 * HOUR}`]: '10',
@@ -281,6 +285,7 @@ describe('the buckets a claim takes', () => {
     expect(await claim('b-2', 1_000)).toMatchObject({ kind: 'batch', batchId: 'b-2', moreRows: 0 });
     const { '#id': _id, '#at': _at, '#since': _since, '#rows': _rows, ...batch } = await redis.hgetall(shard.batch);
     expect(batch).toEqual({
+      '#wide': WIDE,
       '3 view_count': '13',
       [`3 view_count@h${TEN_O_CLOCK}`]: '3',
       [`3 view_count@h${TEN_O_CLOCK + 2 * HOUR}`]: '10',

@@ -26,14 +26,24 @@ local function split_windows(counter)
   return string.sub(counter, 1, at - 1), string.sub(counter, at + 1)
 end
 
+-- Per granularity letter, the end of its current bucket's field names ('@h1767225600'): the same for
+-- every change of a call, which runs at one instant.
+local current_suffixes = {}
+local function current_suffix(letter)
+  local suffix = current_suffixes[letter]
+  if not suffix then
+    local seconds = math.floor(now_ms() / 1000)
+    suffix = '@' .. letter .. string.format('%d', seconds - seconds % BUCKET_SECONDS[letter])
+    current_suffixes[letter] = suffix
+  end
+  return suffix
+end
+
 -- Adds a change (delta as text) of a windowed counter to its buckets now; 'field' is its pending
 -- change's field, '<encoded id> <name>'.
 local function add_to_buckets(pending, field, letters, text)
-  local seconds = math.floor(now_ms() / 1000)
   for l = 1, #letters do
-    local letter = string.sub(letters, l, l)
-    local length = BUCKET_SECONDS[letter]
-    redis.call('HINCRBY', pending, field .. '@' .. letter .. string.format('%d', seconds - seconds % length), text)
+    redis.call('HINCRBY', pending, field .. current_suffix(string.sub(letters, l, l)), text)
   end
 end
 

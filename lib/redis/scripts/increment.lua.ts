@@ -74,7 +74,8 @@ local function change_one(k, id, counter, text, min, max, record, member, lifeti
     return 2, exact(current)
   end
   if record and not remember(record, member, lifetime) then return 3, exact(current) end
-  if delta ~= 0 and add(k, id, field, name, delta, text, letters) then mark_dirty(k, id, 1) end
+  local made = delta ~= 0 and add(k, id, field, name, delta, text, letters) or 0
+  if made > 0 then mark_dirty(k, id, made) end
   return 1, exact(current + delta)
 end
 
@@ -164,15 +165,13 @@ while k <= #KEYS do
       end
       if member then count_keyed(record, kind) end
     end
-    local created = 0
+    local made = 0
     for _, counter in ipairs(counters) do
       local counted = state[counter]
       local sum = counted and counted[2]
-      if sum and sum ~= 0 and add(k, id, counted[3], counted[4], sum, exact(sum), counted[5]) then
-        created = created + 1
-      end
+      if sum and sum ~= 0 then made = made + add(k, id, counted[3], counted[4], sum, exact(sum), counted[5]) end
     end
-    if created > 0 then mark_dirty(k, id, created) end
+    if made > 0 then mark_dirty(k, id, made) end
   end
   k = k + width
 end

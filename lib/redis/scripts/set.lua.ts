@@ -36,7 +36,8 @@ if target < tonumber(min) or target > tonumber(max) or math.abs(delta) > MAX_SAF
   return { 2, exact(current) }
 end
 if delta ~= 0 then
-  if add(1, id, field, counter, delta, exact(delta)) then mark_dirty(1, id, 1) end
+  local made = add(1, id, field, counter, delta, exact(delta))
+  if made > 0 then mark_dirty(1, id, made) end
   redis.call('HSET', KEYS[1], version_field, version)
 end
 return { 1, exact(current) }

@@ -3,6 +3,7 @@ import { groupBy } from '../../../lib/collections.js';
 import { CounterKeys } from '../../../lib/redis/counter.keys.js';
 import { useCounterSuite } from '../../support/counter-suite.js';
 import { Article } from '../../fixtures/entities.js';
+import { Post, WINDOWED_ENTITIES } from '../../fixtures/windowed-entities.js';
 import { articleCounts, insertArticles } from '../../../support/rows.js';
 
 // Performance contract: these tests pin the shape of an optimisation documented in docs/PERFORMANCE.md (the
@@ -78,6 +79,50 @@ describe('the pending hash of a shard', () => {
       [`${a} view_count`]: '3',
       ...WIDE,
     });
+    expect(await suite.redis.object('ENCODING', shard.pending)).toBe('hashtable');
+  });
+});
+
+// A windowed counter's change makes two fields (the change and its bucket): the first change still makes
+// the hash a hash table. Without it, a shard's few hundred fields stayed a listpack, and a windowed
+// increment cost Redis twice a plain one.
+describe('the pending hash of a shard of windowed counters', () => {
+  const suite = useCounterSuite('sqlite', 'pending-windowed', { shards: SHARDS }, 1, WINDOWED_ENTITIES);
+
+  it('is a hash table from the first change, whose bucket field came with it', async () => {
+    const { counters, dataSource } = suite.counter;
+    const id = 7;
+    await dataSource.getRepository(Post).insert({ id, viewCount: 0, likeCount: 0, shareCount: 0 });
+    const keys = new CounterKeys(suite.prefix, SHARDS);
+    const shard = keys.shard(dataSource.getMetadata(Post).tablePath, keys.shardOf(String(id)));
+
+    await counters.increment(Post, id, 'view_count', 2);
+    const fields = await suite.redis.hgetall(shard.pending);
+    const bucket = Object.keys(fields).find((field) => field.startsWith(`${id} view_count@h`))!;
+    expect(fields).toEqual({ [`${id} view_count`]: '2', [bucket]: '2', ...WIDE });
+    expect(await suite.redis.object('ENCODING', shard.pending)).toBe('hashtable');
+  });
+
+  it('is a hash table when several changes of windowed counters sent together make it', async () => {
+    const { counters, dataSource } = suite.counter;
+    const keys = new CounterKeys(suite.prefix, SHARDS);
+    const table = dataSource.getMetadata(Post).tablePath;
+    // Two rows of a shard no change has touched yet.
+    const ids = Array.from({ length: 100 }, (_, index) => 100 + index);
+    const shard = keys.shard(table, keys.shardOf(String(1_000)));
+    const [a, b] = ids.filter((id) => keys.shardOf(String(id)) === shard.shard);
+    expect(await suite.redis.exists(shard.pending)).toBe(0);
+    await dataSource
+      .getRepository(Post)
+      .insert([a, b].map((id) => ({ id, viewCount: 0, likeCount: 0, shareCount: 0 })));
+    await counters.getMany(Post, [a, b]);
+
+    await Promise.all([
+      counters.increment(Post, a, 'view_count', 1),
+      counters.increment(Post, b, 'like_count', 2),
+      counters.increment(Post, a, 'like_count', 3),
+    ]);
+    expect(Object.keys(await suite.redis.hgetall(shard.pending))).toHaveLength(7);
     expect(await suite.redis.object('ENCODING', shard.pending)).toBe('hashtable');
   });
 });
