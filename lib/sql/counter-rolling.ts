@@ -41,9 +41,21 @@ export class CounterRolling {
   ) {}
 
   /**
-   * The flush's first step for an entity with rolling windows, before it writes rows or buckets: share-
-   * locks the windows' rows, creating those missing (from where the window starts at `nowMs`) with their
-   * sums read from the buckets, in the transaction of `runner`. A window created by another transaction
+   * Whether the flush keeps rolling sums of `entity`: it has windowed counters, and the data source has
+   * the rolling tables. Then it adds to every stored window of its counters, even one it does not declare
+   * (another instance may: see `rollingSums`).
+   */
+  keepsSumsOf(entity: CountedEntity): boolean {
+    return (
+      entity.counters.some((counter) => counter.windows.length > 0) && this.dataSource.hasMetadata(CounterRollingWindow)
+    );
+  }
+
+  /**
+   * The flush's first step for an entity it keeps sums of, before it writes rows or buckets: share-
+   * locks the windows' rows (those it does not declare too), creating the declared ones missing (from
+   * where the window starts at `nowMs`) with their sums read from the buckets, in the transaction of
+   * `runner`. A window created by another transaction
    * not yet committed makes this one wait for it: its sums then count every bucket written before, and
    * this transaction adds its own after.
    */
@@ -109,12 +121,8 @@ export class CounterRolling {
     want: number,
   ): Promise<boolean> {
     const t = this.tables();
-    const rows: Array<{ start: string | number }> = await runner.query(
-      `SELECT ${t.from} AS start FROM ${t.windows} WHERE ${this.keyIs(dialect, 1)}${dialect.forUpdate}`,
-      keyParams(key),
-    );
-    if (rows.length === 0 || Number(rows[0].start) >= want) return false;
-    const from = Number(rows[0].start);
+    const from = await this.lockedStart(runner, dialect, key);
+    if (from === undefined || from >= want) return false;
     const subtract = dialect.addBucketSums(t, buckets, key, field.windows[0], { from, to: want }, -1);
     await runner.query(subtract.sql, subtract.params);
     await runner.query(`DELETE FROM ${t.sums} WHERE ${this.keyIs(dialect, 1)} AND ${t.value} = 0`, keyParams(key));
@@ -123,6 +131,20 @@ export class CounterRolling {
       [want, ...keyParams(key)],
     );
     return true;
+  }
+
+  /** Where the window starts, its row locked in the transaction of `runner`; undefined for no row. */
+  private async lockedStart(
+    runner: QueryRunner,
+    dialect: CounterDialect,
+    key: RollingKey,
+  ): Promise<number | undefined> {
+    const t = this.tables();
+    const rows: Array<{ start: string | number }> = await runner.query(
+      `SELECT ${t.from} AS start FROM ${t.windows} WHERE ${this.keyIs(dialect, 1)}${dialect.forUpdate}`,
+      keyParams(key),
+    );
+    return rows.length === 0 ? undefined : Number(rows[0].start);
   }
 
   /** Where the window starts as the primary has it; undefined for a window not created yet. */
@@ -134,8 +156,8 @@ export class CounterRolling {
     return rows.length === 0 ? undefined : Number(rows[0].start);
   }
 
-  /** Every window's start, by `${entity} ${counter} ${window}`: for pruning, which keeps what they count. */
-  async starts(): Promise<Map<string, number>> {
+  /** Every stored window, declared here or not, and where it starts, as the primary has them. */
+  async stored(): Promise<Array<RollingKey & { start: number }>> {
     const t = this.tables();
     const rows: Array<{ e: string; c: string; w: string; start: string | number }> = await onPrimary(
       this.dataSource,
@@ -144,7 +166,21 @@ export class CounterRolling {
           `SELECT ${t.entity} AS e, ${t.counter} AS c, ${t.window} AS w, ${t.from} AS start FROM ${t.windows}`,
         ),
     );
-    return new Map(rows.map((row) => [`${row.e} ${row.c} ${row.w}`, Number(row.start)]));
+    return rows.map((row) => ({ entity: row.e, counter: row.c, window: row.w, start: Number(row.start) }));
+  }
+
+  /**
+   * Deletes the window's sums and row, in the transaction of `runner`, if it still starts before `before`
+   * once its row is locked (so a flush adding to it ends first, and none adds after). Returns whether it
+   * did. A flush that declares the window creates it anew, its sums read from the buckets.
+   */
+  async drop(runner: QueryRunner, dialect: CounterDialect, key: RollingKey, before: number): Promise<boolean> {
+    const t = this.tables();
+    const from = await this.lockedStart(runner, dialect, key);
+    if (from === undefined || from >= before) return false;
+    await runner.query(`DELETE FROM ${t.sums} WHERE ${this.keyIs(dialect, 1)}`, keyParams(key));
+    await runner.query(`DELETE FROM ${t.windows} WHERE ${this.keyIs(dialect, 1)}`, keyParams(key));
+    return true;
   }
 
   /**
@@ -217,26 +253,27 @@ function keyParams(key: RollingKey): unknown[] {
 /**
  * The changes `buckets` make to the sums of rolling windows, in primary key order (counter, window, row
  * id, so that transactions lock sums in one order): a bucket of its counter's finest granularity adds to
- * each of the counter's windows that it starts in; sums whose changes add up to 0 are left out.
+ * each stored window of its counter (`starts`, declared here or not: another instance of a deployment
+ * being rolled out may declare one this one does not) that it starts in; sums whose changes add up to 0
+ * are left out.
  */
 export function rollingSums(entity: CountedEntity, buckets: BucketRows, starts: WindowStarts): RollingSumRows {
+  const windowsOf = new Map<string, Array<{ window: string; from: number }>>();
+  for (const [key, from] of starts) {
+    const [counter, window] = key.split(' ');
+    windowsOf.set(counter, [...(windowsOf.get(counter) ?? []), { window, from }]);
+  }
   const totals = new Map<string, { counter: string; window: string; rowId: string; delta: number }>();
   for (let b = 0; b < buckets.deltas.length; b++) {
     const field = entity.counters.find((counter) => counter.name === buckets.counters[b]);
-    if (!field || field.rolling.length === 0 || buckets.granularities[b] !== field.windows[0]) continue;
-    for (const window of field.rolling) {
-      const from = starts.get(`${field.name} ${window.name}`);
-      if (from === undefined || buckets.starts[b] < from) continue;
-      const key = `${field.name}\u0000${window.name}\u0000${buckets.rowIds[b]}`;
+    const windows = windowsOf.get(buckets.counters[b]);
+    if (!field || !windows || buckets.granularities[b] !== field.windows[0]) continue;
+    for (const { window, from } of windows) {
+      if (buckets.starts[b] < from) continue;
+      const key = `${field.name}\u0000${window}\u0000${buckets.rowIds[b]}`;
       const sum = totals.get(key);
       if (sum) sum.delta += buckets.deltas[b];
-      else
-        totals.set(key, {
-          counter: field.name,
-          window: window.name,
-          rowId: buckets.rowIds[b],
-          delta: buckets.deltas[b],
-        });
+      else totals.set(key, { counter: field.name, window, rowId: buckets.rowIds[b], delta: buckets.deltas[b] });
     }
   }
   const sorted = [...totals.values()]

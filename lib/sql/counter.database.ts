@@ -271,7 +271,7 @@ export class CounterDatabase {
     for (const [, ofEntity] of byEntity) {
       const entity = ofEntity[0].entity;
       // The windows' rows before the entity's: see "lock order" in CounterRolling.
-      const rolling = entity.counters.some((counter) => counter.rolling.length > 0) && ofEntity.some((b) => b.buckets);
+      const rolling = ofEntity.some((b) => b.buckets) && this.rolling.keepsSumsOf(entity);
       const starts = rolling
         ? await this.rolling.lockWindows(runner, dialect, entity, this.buckets.table(), Date.now())
         : undefined;

@@ -8,6 +8,7 @@ import { GRANULARITIES, GRANULARITY_SECONDS, bucketStart, type Granularity } fro
 import { rollUpHours } from '../sql/bucket-roll-up.js';
 import { CounterDatabase } from '../sql/counter.database.js';
 import { WINDOW_MESSAGES } from './window.messages.js';
+import { parseRolling } from './declared-rolling.js';
 import { oldestKeptStart } from './window.plan.js';
 
 /** How often an instance prunes buckets, at most. */
@@ -17,6 +18,11 @@ const PRUNE_BATCH = 1_000;
 /** Pruning statements per granularity per pruning, at most; what is left waits for the next. */
 const PRUNE_STATEMENTS = 10;
 const HOUR_MS = 3_600_000;
+/**
+ * How far behind where it would start now a stored window this instance does not declare may be before
+ * it counts as abandoned: an instance that declares it moves it every hour.
+ */
+const ABANDONED_AFTER_S = GRANULARITY_SECONDS.day;
 
 /**
  * The upkeep of windowed counters after a flush that went well: moves rolling windows on as time passes
@@ -66,6 +72,32 @@ export class RollingUpkeep {
   }
 
   /**
+   * Drops the stored windows this instance does not declare that no instance moves any more: those that
+   * start more than ABANDONED_AFTER_S before where they would start now (see CounterRolling.drop). Until
+   * then the flush adds to them and pruning keeps their buckets, since another instance of a deployment
+   * being rolled out may declare them. Returns how many it dropped.
+   */
+  async dropAbandoned(nowMs: number): Promise<number> {
+    const declared = new Set(
+      this.rollingWindows().map(({ entity, field, window }) => windowKey(entity.key, field.name, window.name)),
+    );
+    let dropped = 0;
+    for (const stored of await this.database.rolling.stored()) {
+      const window = parseRolling(stored.window);
+      if (!window || declared.has(windowKey(stored.entity, stored.counter, stored.window))) continue;
+      // By days, the earlier of the starts any counter's finest granularity gives.
+      const before = rollingFrom(window, 'day', nowMs) - ABANDONED_AFTER_S;
+      if (stored.start >= before) continue;
+      const { start: _start, ...key } = stored;
+      const done = await this.database.transaction('dropping an abandoned rolling window', (runner, dialect) =>
+        this.database.rolling.drop(runner, dialect, key, before),
+      );
+      if (done) dropped++;
+    }
+    return dropped;
+  }
+
+  /**
    * Per windowed counter, PRUNE_BATCH buckets at a time, at most PRUNE_STATEMENTS times per granularity:
    * rolls its hour buckets up into its day buckets once their whole day is a day past the hours'
    * retention (a window's hours at its edges are never in a day row, see `storedRanges`), those past the
@@ -77,7 +109,7 @@ export class RollingUpkeep {
    * buckets it deleted or rolled up.
    */
   async prune(nowMs: number): Promise<number> {
-    const starts = this.rollingWindows().length > 0 ? await this.database.rolling.starts() : new Map<string, number>();
+    const starts = this.keepsSums() ? await this.storedStarts() : new Map<string, number>();
     let deleted = 0;
     for (const entity of this.registry.all()) {
       for (const field of entity.counters) {
@@ -133,9 +165,10 @@ export class RollingUpkeep {
 
   private async advanceWhenDue(): Promise<void> {
     const hour = Math.floor(Date.now() / HOUR_MS);
-    if (hour === this.advancedInHour || this.rollingWindows().length === 0) return;
+    if (hour === this.advancedInHour || !this.keepsSums()) return;
     try {
       await this.advance(Date.now());
+      await this.dropAbandoned(Date.now());
       this.advancedInHour = hour;
     } catch (error) {
       this.logger.warn(WINDOW_MESSAGES.rollingAdvanceFailed((error as Error).message));
@@ -165,11 +198,22 @@ export class RollingUpkeep {
     const keptFrom = oldestKeptStart(granularity, this.options.bucketRetentionMs[granularity], nowMs);
     let before = keptFrom - GRANULARITY_SECONDS[granularity];
     if (field.windows[0] !== granularity) return before;
-    for (const window of field.rolling) {
-      const start = starts.get(`${entity.key} ${field.name} ${window.name}`);
-      if (start !== undefined) before = Math.min(before, start);
+    // Every stored window of the counter, declared here or not: the flush keeps the sums of all.
+    for (const [key, start] of starts) {
+      if (key.startsWith(windowKey(entity.key, field.name, ''))) before = Math.min(before, start);
     }
     return before;
+  }
+
+  /** Whether the flush keeps rolling sums of any entity here (CounterRolling.keepsSumsOf). */
+  private keepsSums(): boolean {
+    return this.registry.all().some((entity) => this.database.rolling.keepsSumsOf(entity));
+  }
+
+  /** Every stored window's start, by `${entity} ${counter} ${window}`. */
+  private async storedStarts(): Promise<Map<string, number>> {
+    const stored = await this.database.rolling.stored();
+    return new Map(stored.map((window) => [windowKey(window.entity, window.counter, window.window), window.start]));
   }
 
   private rollingWindows(): Array<{ entity: CountedEntity; field: CounterField; window: RollingWindow }> {
@@ -179,4 +223,9 @@ export class RollingUpkeep {
         entity.counters.flatMap((field) => field.rolling.map((window) => ({ entity, field, window }))),
       );
   }
+}
+
+/** A stored window's key in `storedStarts`. */
+function windowKey(entity: string, counter: string, window: string): string {
+  return `${entity} ${counter} ${window}`;
 }

@@ -54,8 +54,9 @@ export function storedRanges(windows: readonly Granularity[], ranges: readonly B
 
 /**
  * Throws CounterWindowBeyondRetentionError when a range starts before the oldest bucket of its
- * granularity the flush keeps: one that starts `retentionMs` before now (a bucket is pruned only once it
- * ended that long ago, so one that starts after it is whole).
+ * granularity the flush keeps: the one that holds the instant `retentionMs` before now. So a window as
+ * long as the retention is answered wherever it starts (pruning keeps one bucket more, for a window
+ * checked a moment ago: RollingUpkeep).
  */
 export function checkRetention(
   ranges: readonly BucketRange[],
@@ -79,12 +80,12 @@ export function checkRetention(
 }
 
 /**
- * The oldest start (Unix seconds) a bucket of `granularity` may have in a window at `nowMs`: the first
- * bucket that starts `retentionMs` ago or later. Pruning keeps one bucket more (RollingUpkeep).
+ * The oldest start (Unix seconds) a bucket of `granularity` may have in a window at `nowMs`: that of the
+ * bucket holding the instant `retentionMs` ago. Pruning keeps one bucket more (RollingUpkeep).
  */
 export function oldestKeptStart(granularity: Granularity, retentionMs: number, nowMs: number): number {
   const length = GRANULARITY_SECONDS[granularity];
-  return Math.ceil((nowMs - retentionMs) / 1_000 / length) * length;
+  return Math.floor((nowMs - retentionMs) / 1_000 / length) * length;
 }
 
 /** The starts (Unix seconds) of the buckets of `range`, in order. */

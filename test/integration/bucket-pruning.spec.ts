@@ -14,8 +14,8 @@ const DAY_RETENTION_MS = 30 * DAY * 1_000;
 const NOW_MS = Date.UTC(2026, 10, 20, 10, 30);
 const NOW = NOW_MS / 1_000;
 /** The oldest start a window may have, per granularity (see `checkRetention`), at NOW. */
-const KEPT_HOURS_FROM = Math.ceil((NOW - HOUR_RETENTION_MS / 1_000) / HOUR) * HOUR;
-const KEPT_DAYS_FROM = Math.ceil((NOW - DAY_RETENTION_MS / 1_000) / DAY) * DAY;
+const KEPT_HOURS_FROM = Math.floor((NOW - HOUR_RETENTION_MS / 1_000) / HOUR) * HOUR;
+const KEPT_DAYS_FROM = Math.floor((NOW - DAY_RETENTION_MS / 1_000) / DAY) * DAY;
 
 // The flush deletes buckets older than bucketRetentionMs, less one bucket (a window checked a moment ago
 // may still read it), a thousand at a time, and never those a rolling window still counts. The hours of
@@ -121,7 +121,7 @@ describe.each(DATABASES)('bucket pruning on %s', (database) => {
     const windowStart = KEPT_HOURS_FROM - 5 * HOUR;
     await suite.counter.dataSource.getRepository(CounterRollingWindow).insert([
       { entity: topics, counter: 'view_count', window: '3h', from: String(windowStart) },
-      // A window no counter declares any more holds nothing back.
+      // A window no instance has moved for a day is dropped first, and holds nothing back then.
       { entity: topics, counter: 'view_count', window: '48h', from: String(windowStart - 10 * HOUR) },
       // Nor does one of another counter.
       { entity, counter: 'view_count', window: '24h', from: String(windowStart - 10 * HOUR) },
@@ -132,13 +132,31 @@ describe.each(DATABASES)('bucket pruning on %s', (database) => {
       topics,
     );
 
+    expect(await upkeep.dropAbandoned(NOW_MS)).toBe(1);
     expect(await upkeep.prune(NOW_MS)).toBe(2);
 
     expect(await starts('hour')).toEqual([-5, -4, -1, 0].map((n) => KEPT_HOURS_FROM + n * HOUR));
   });
 
+  it('keeps the buckets a stored window counts that this instance does not declare', async () => {
+    // Another instance declares '10d' on RankedTopic's view_count: the window starts past the hours kept.
+    const from = KEPT_HOURS_FROM - 5 * HOUR;
+    await suite.counter.dataSource
+      .getRepository(CounterRollingWindow)
+      .insert({ entity: topics, counter: 'view_count', window: '10d', from: String(from) });
+    await store(
+      'hour',
+      [-7, -6, -5, -4, 0].map((n) => KEPT_HOURS_FROM + n * HOUR),
+      topics,
+    );
+
+    expect(await upkeep.prune(NOW_MS)).toBe(2);
+
+    expect(await starts('hour')).toEqual([-5, -4, 0].map((n) => KEPT_HOURS_FROM + n * HOUR));
+  });
+
   it('prunes after a flush that went well, at most every few minutes', async () => {
-    const current = () => Math.ceil((Date.now() - HOUR_RETENTION_MS) / 1_000 / HOUR) * HOUR;
+    const current = () => Math.floor((Date.now() - HOUR_RETENTION_MS) / 1_000 / HOUR) * HOUR;
     await store('hour', [current() - 3 * HOUR], topics);
     expect((await suite.counter.counters.flush()).error).toBeUndefined();
     expect(await buckets().count()).toBe(0);

@@ -15,8 +15,8 @@ const DAY_RETENTION_MS = 30 * DAY * 1_000;
 /** 2026-11-`day` 00:00 UTC, in Unix seconds. */
 const NOV = (day: number) => Date.UTC(2026, 10, day) / 1_000;
 /**
- * 2026-11-20 10:30 UTC: the oldest hour a window may start at is 11-12 11:00, the hour before it is
- * kept, and the days a day before that one (up to 11-10) are rolled up.
+ * 2026-11-20 10:30 UTC: the oldest hour a window may start at is 11-12 10:00 (it holds the instant 8
+ * days ago), the hour before it is kept, and the days a day before that one (up to 11-10) are rolled up.
  */
 const NOW_MS = (NOV(20) + 10.5 * HOUR) * 1_000;
 
@@ -96,10 +96,10 @@ describe.each(DATABASES)('rolling hours up into days on %s', (database) => {
       [posts, 'like_count', '1', 'day', NOV(9), 6],
       // Another entity's counter of the same name goes to its own days.
       [channels, 'view_count', 'a:{b} c', 'hour', NOV(9) + 10 * HOUR, 9],
-      // A counter of hours only: the old hour is deleted, the one before the oldest kept stays.
+      // A counter of hours only: the old hours are deleted, the one before the oldest kept stays.
       [topics, 'view_count', 'x', 'hour', NOV(9) + 10 * HOUR, 1],
+      [topics, 'view_count', 'x', 'hour', NOV(12) + 8 * HOUR, 1],
       [topics, 'view_count', 'x', 'hour', NOV(12) + 9 * HOUR, 1],
-      [topics, 'view_count', 'x', 'hour', NOV(12) + 10 * HOUR, 1],
     ]);
 
     // Nine hours rolled up, two deleted.
@@ -115,7 +115,7 @@ describe.each(DATABASES)('rolling hours up into days on %s', (database) => {
         [posts, 'view_count', '2', 'day', NOV(10), -4],
         [posts, 'like_count', '1', 'day', NOV(9), 6],
         [channels, 'view_count', 'a:{b} c', 'day', NOV(9), 9],
-        [topics, 'view_count', 'x', 'hour', NOV(12) + 10 * HOUR, 1],
+        [topics, 'view_count', 'x', 'hour', NOV(12) + 9 * HOUR, 1],
       ]),
     );
     expect(await upkeep.prune(NOW_MS)).toBe(0);
@@ -156,7 +156,7 @@ describe.each(DATABASES)('rolling hours up into days on %s', (database) => {
     await suite.counter.dataSource.getRepository(CounterRollingWindow).insert([
       { entity: ranked, counter: 'view_count', window: '24h', from: String(NOV(9) + 7 * HOUR) },
       { entity: ranked, counter: 'view_count', window: '7d', from: String(NOV(9) + 5 * HOUR) },
-      // A window no counter declares any more holds nothing back.
+      // A window no instance has moved for a day is dropped first, and holds nothing back then.
       { entity: ranked, counter: 'view_count', window: '48h', from: String(NOV(1)) },
     ]);
     await store([
@@ -168,6 +168,7 @@ describe.each(DATABASES)('rolling hours up into days on %s', (database) => {
       [posts, 'view_count', '1', 'hour', NOV(9) + 6 * HOUR, 6],
     ]);
 
+    expect(await upkeep.dropAbandoned(NOW_MS)).toBe(1);
     expect(await upkeep.prune(NOW_MS)).toBe(2);
 
     expect(await stored()).toEqual(

@@ -117,6 +117,20 @@ describe.each(TARGETS)('counts over time on %s, %s', (database, topology) => {
     expect(await storedBuckets(table, String(id), 'day')).toEqual([]);
   });
 
+  it('answers a window as long as the buckets are kept, wherever in a bucket it starts', async () => {
+    const id = await newPost();
+    await counters().increment(Post, id, 'view_count', 3);
+    await counters().increment(Post, id, 'like_count', 2);
+    // The defaults keep hours 7 days and days 400: "this week" and "this year" start mid-hour, mid-day.
+    expect(await counters().count(Post, id, 'view_count', { since: Date.now() - 7 * DAY_MS })).toBe(3);
+    expect(await counters().count(Post, id, 'like_count', { since: Date.now() - 400 * DAY_MS })).toBe(2);
+    const week = await counters().series(Post, id, 'view_count', {
+      since: Date.now() - 7 * DAY_MS,
+      granularity: 'hour',
+    });
+    expect([week.length, sum(week)]).toEqual([7 * 24 + 1, 3]);
+  });
+
   it('refuses windows it cannot answer, naming the option', async () => {
     const id = await newPost();
     // Eight days ago at 01:30 UTC: its first hours are older than the hours kept, and no day starts there.

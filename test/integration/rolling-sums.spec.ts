@@ -259,4 +259,60 @@ describe.each(DATABASES)('rolling sums on %s', (database) => {
       'view_count 7d 2': 3,
     });
   });
+
+  // A deployment being rolled out runs instances that declare a window beside instances that do not yet
+  // (or no longer) do: every instance keeps the sums of every stored window, or the window misses the
+  // changes the others flush, and loses them for good.
+  describe('windows this instance does not declare', () => {
+    /** Stores a window of view_count this app does not declare, starting at `from`, with `sums` by row. */
+    const storeWindow = async (window: string, from: number, sums: Record<number, number> = {}) => {
+      const key = { entity: posts.key, counter: 'view_count', window };
+      await dataSource()
+        .getRepository(CounterRollingWindow)
+        .insert({ ...key, from: String(from) });
+      for (const [rowId, value] of Object.entries(sums))
+        await dataSource()
+          .getRepository(CounterRollingSum)
+          .insert({ ...key, rowId, value: String(value) });
+    };
+
+    it('adds to them the buckets a flush writes from their start on', async () => {
+      await storeWindow('3d', h0 - 3 * DAY, { 1: 10 });
+      await db.applyBatches([
+        bucketBatch(posts, views, [
+          [1, 'hour', h0, 5],
+          [2, 'hour', h0 - 3 * DAY - HOUR, 7],
+          [2, 'day', d0, 7],
+        ]),
+      ]);
+      const sums = await storedSums(dataSource());
+      expect(Object.fromEntries(Object.entries(sums).filter(([key]) => key.startsWith('view_count 3d')))).toEqual({
+        'view_count 3d 1': 15,
+      });
+      expect(sums['view_count 24h 1']).toBe(5);
+    });
+
+    it('keeps moving no window it does not declare, and drops one no instance has moved for a day', async () => {
+      const d0Ms = d0 * 1_000;
+      // '3d' starts where an instance that declares it has moved it; '5d' more than a day behind.
+      await storeWindow('3d', h0 - 3 * DAY, { 1: 4 });
+      await storeWindow('5d', d0 - 5 * DAY - DAY - HOUR, { 1: 6, 2: 8 });
+      await db.applyBatches([bucketBatch(posts, views, [[1, 'hour', h0, 1]])]);
+
+      expect(await upkeep.advance(Date.now())).toBe(0);
+      expect(await upkeep.dropAbandoned(Date.now())).toBe(1);
+      expect(await storedStarts(dataSource())).toEqual({
+        'view_count 24h': h0 - 24 * HOUR,
+        'view_count 7d': h0 - 7 * 24 * HOUR,
+        'like_count 2d': d0 - 2 * DAY,
+        'view_count 3d': h0 - 3 * DAY,
+      });
+      expect(await storedSums(dataSource())).toEqual({
+        'view_count 24h 1': 1,
+        'view_count 7d 1': 1,
+        'view_count 3d 1': 5,
+      });
+      expect(await upkeep.dropAbandoned(d0Ms + DAY * 1_000)).toBe(0);
+    });
+  });
 });

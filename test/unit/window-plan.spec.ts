@@ -121,8 +121,9 @@ describe('the buckets of a window', () => {
 
   it('refuses a window older than the buckets kept, naming the option and when they start', () => {
     const now = ms(DAY_27 + 10 * HOUR + 30);
-    const keptHours = DAY_27 - 7 * DAY + 11 * HOUR;
-    // Hours from the first one whole within the retention on are answered…
+    const keptHours = DAY_27 - 7 * DAY + 10 * HOUR;
+    // Hours from the one holding the instant the retention reaches back to are answered (a window of
+    // exactly the retention starts in it)…
     expect(() => checkRetention([{ granularity: 'hour', from: keptHours, to: DAY_27 }], RETENTION, now)).not.toThrow();
     // …one hour earlier is not.
     let refused: CounterWindowBeyondRetentionError | undefined;
@@ -140,7 +141,7 @@ describe('the buckets of a window', () => {
       checkRetention([{ granularity: 'day', from: DAY_27 - 30 * DAY, to: DAY_27 }], RETENTION, now),
     ).not.toThrow();
     expect(() =>
-      checkRetention([{ granularity: 'day', from: DAY_27 - 400 * DAY, to: DAY_27 }], RETENTION, now),
+      checkRetention([{ granularity: 'day', from: DAY_27 - 401 * DAY, to: DAY_27 }], RETENTION, now),
     ).toThrow(/bucketRetentionMs\.day/);
   });
 });
