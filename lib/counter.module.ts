@@ -31,6 +31,7 @@ import { EvictionPolicyCheck } from './redis/eviction-policy.check.js';
 import { ScriptRunner } from './redis/script.runner.js';
 import { CounterDatabase } from './sql/counter.database.js';
 import { CounterValueHydrator } from './sql/counter-value.hydrator.js';
+import { RowIdCollationCheck } from './sql/row-id-collation.check.js';
 
 /**
  * Exact Redis counters for TypeORM entities. Import with `CounterModule.forRoot(options)` or
@@ -43,6 +44,7 @@ import { CounterValueHydrator } from './sql/counter-value.hydrator.js';
     CounterEntityExplorer,
     CounterDatabase,
     CounterValueHydrator,
+    RowIdCollationCheck,
     FlushHistory,
     OutageLog,
     CounterReader,
