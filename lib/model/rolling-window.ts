@@ -1,4 +1,4 @@
-import { GRANULARITY_SECONDS, type Granularity } from './time-bucket.js';
+import { bucketStart, type Granularity } from './time-bucket.js';
 
 /** A rolling window a windowed counter keeps a sum of (`@Counted({ rolling: ['24h'] })`). */
 export interface RollingWindow {
@@ -14,6 +14,5 @@ export interface RollingWindow {
  * `since: now - length` does (25 hours for '24h' but on the hour: the current one and the 24 before).
  */
 export function rollingFrom(window: RollingWindow, granularity: Granularity, nowMs: number): number {
-  const length = GRANULARITY_SECONDS[granularity];
-  return Math.floor((nowMs / 1_000 - window.seconds) / length) * length;
+  return bucketStart(granularity, nowMs / 1_000 - window.seconds);
 }

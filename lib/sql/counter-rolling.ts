@@ -55,9 +55,8 @@ export class CounterRolling {
    * The flush's first step for an entity it keeps sums of, before it writes rows or buckets: share-
    * locks the windows' rows (those it does not declare too), creating the declared ones missing (from
    * where the window starts at `nowMs`) with their sums read from the buckets, in the transaction of
-   * `runner`. A window created by another transaction
-   * not yet committed makes this one wait for it: its sums then count every bucket written before, and
-   * this transaction adds its own after.
+   * `runner`. A window created by another transaction not yet committed makes this one wait for it: its
+   * sums then count every bucket written before, and this transaction adds its own after.
    */
   async lockWindows(
     runner: QueryRunner,

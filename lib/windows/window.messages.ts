@@ -86,11 +86,14 @@ export const WINDOW_MESSAGES = {
     `The top rows of ${entity}.${counter} could not be read: flushes kept moving its changes. Retrying is safe.`,
   hourEdgeHint: () => 'Start the window at midnight UTC to count it in days, or keep hours longer.',
   keepLongerHint: (granularity: string) => `Keep ${granularity}s longer, or ask for a shorter window.`,
-  rowIdCollation: (entity: string, theirs: string, table: string, column: string, ours: string, ourEntity: string) =>
-    `${entity}'s key compares as ${theirs}, but ${table}.${column} (${ourEntity}) as ${ours}, which may take ` +
-    `two of its ids for one and add their buckets or sums together. Make the column binary: ALTER TABLE ` +
-    `${table} MODIFY ${column} VARCHAR(255) CHARACTER SET ${ours.split('_')[0]} COLLATE ${ours.split('_')[0]}_bin ` +
-    `NOT NULL.`,
+  rowIdCollation: (entity: string, theirs: string, table: string, column: string, ours: string, ourEntity: string) => {
+    const charset = ours.split('_')[0];
+    return (
+      `${entity}'s key compares as ${theirs}, but ${table}.${column} (${ourEntity}) as ${ours}, which may take ` +
+      `two of its ids for one and add their buckets or sums together. Make the column binary: ALTER TABLE ` +
+      `${table} MODIFY ${column} VARCHAR(255) CHARACTER SET ${charset} COLLATE ${charset}_bin NOT NULL.`
+    );
+  },
   rowIdCollationUnread: (reason: string) =>
     `Could not read the collations of the counter tables' row_id columns at bootstrap (${reason}); ids that ` +
     `differ only in case may share buckets on MySQL/MariaDB (docs/GUIDE.md, "Counts over time").`,

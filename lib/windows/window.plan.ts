@@ -1,7 +1,7 @@
 import { CounterWindowBeyondRetentionError } from '../exceptions/counter-window-beyond-retention.error.js';
 import { InvalidCounterOptionError } from '../exceptions/invalid-counter-option.error.js';
 import type { CounterWindow } from '../interfaces/counter-window.interface.js';
-import { GRANULARITY_SECONDS, type BucketRange, type Granularity } from '../model/time-bucket.js';
+import { bucketStart, GRANULARITY_SECONDS, type BucketRange, type Granularity } from '../model/time-bucket.js';
 import { WINDOW_MESSAGES } from './window.messages.js';
 
 /**
@@ -84,8 +84,7 @@ export function checkRetention(
  * bucket holding the instant `retentionMs` ago. Pruning keeps one bucket more (RollingUpkeep).
  */
 export function oldestKeptStart(granularity: Granularity, retentionMs: number, nowMs: number): number {
-  const length = GRANULARITY_SECONDS[granularity];
-  return Math.floor((nowMs - retentionMs) / 1_000 / length) * length;
+  return bucketStart(granularity, (nowMs - retentionMs) / 1_000);
 }
 
 /** The starts (Unix seconds) of the buckets of `range`, in order. */
