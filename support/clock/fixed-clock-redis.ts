@@ -36,17 +36,27 @@ export class FixedClockRedis {
   /** Redis's clock reads `time` (a Date or ms since the epoch), and stays there. */
   setTime(time: Date | number): void {
     const ms = time instanceof Date ? time.getTime() : time;
-    writeFileSync(this.clockFile, String(Math.round(ms * 1_000)));
+    this.write(String(Math.round(ms * 1_000)));
   }
 
   /** Redis's clock runs again, `offsetMs` ahead of the real one (behind, if negative). */
   shiftTime(offsetMs: number): void {
     const microseconds = Math.round(offsetMs * 1_000);
-    writeFileSync(this.clockFile, microseconds < 0 ? String(microseconds) : `+${microseconds}`);
+    this.write(microseconds < 0 ? String(microseconds) : `+${microseconds}`);
   }
 
   realTime(): void {
-    writeFileSync(this.clockFile, '');
+    this.write('');
+  }
+
+  /**
+   * Replaces the clock file at once (a rename): written in place, it is empty for a moment, and a server
+   * reading it then takes the real clock, which may expire keys the test's clock keeps.
+   */
+  private write(text: string): void {
+    const next = `${this.clockFile}.next`;
+    writeFileSync(next, text);
+    renameSync(next, this.clockFile);
   }
 
   async stop(): Promise<void> {
